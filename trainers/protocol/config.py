@@ -1,0 +1,257 @@
+"""The run config: schema, defaults, validation and `--set` overrides (stdlib only)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .model_names import TORCHVISION_CLASSIFIERS
+
+BUILTIN_MODELS = ("small_cnn",)
+BUILTIN_DATASETS = ("digits", "synthetic", "imagefolder", "mnist", "cifar10")
+DATASETS_WITH_ROOT = ("imagefolder", "mnist", "cifar10")
+PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class ConfigError(ValueError):
+    """A config value that is not allowed; `str()` is the one line shown to the user."""
+
+    def __init__(self, field_name: str, allowed: str, got: Any = None) -> None:
+        self.field = field_name
+        shown = "" if got is None else f" (got {got!r})"
+        super().__init__(f"{field_name}: {allowed}{shown}")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One config key: its type, default, and a check returning what is allowed when the value is not."""
+
+    type: type | tuple[type, ...]
+    default: Any
+    check: Callable[[Any], str | None] = lambda v: None
+    help: str = ""
+
+
+def _one_of(*choices: Any) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else "must be one of " + ", ".join(map(str, choices))
+
+
+def _at_least(low: float) -> Callable[[Any], str | None]:
+    return lambda v: None if v >= low else f"must be >= {low}"
+
+
+def _positive(v: float) -> str | None:
+    return None if v > 0 and math.isfinite(v) else "must be a finite number > 0"
+
+
+def _fraction(v: float) -> str | None:
+    return None if 0 < v < 1 else "must be between 0 and 1 (exclusive)"
+
+
+def _model_name(v: str) -> str | None:
+    if v in BUILTIN_MODELS or v in TORCHVISION_CLASSIFIERS or _plugin_ok(v):
+        return None
+    return "must be small_cnn, a torchvision classification model (e.g. resnet18) or 'package.module:factory'"
+
+
+def _dataset_name(v: str) -> str | None:
+    if v in BUILTIN_DATASETS or _plugin_ok(v):
+        return None
+    return "must be one of " + ", ".join(BUILTIN_DATASETS) + " or 'package.module:factory'"
+
+
+def _plugin_ok(v: str) -> bool:
+    if not PLUGIN.match(v):
+        return False
+    try:
+        return importlib.util.find_spec(v.split(":")[0]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _devices(v: Any) -> str | None:
+    ok = v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 1) or (
+        isinstance(v, list) and v and all(isinstance(i, int) and i >= 0 for i in v)
+    )
+    return None if ok else "must be 'auto', a count >= 1, or a list of GPU indices"
+
+
+SCHEMA: dict[str, dict[str, Field]] = {
+    "model": {
+        "name": Field(str, "small_cnn", _model_name, "small_cnn, a torchvision model, or module:factory"),
+        "num_classes": Field(int, 0, _at_least(0), "0 = take it from the dataset"),
+        "weights": Field(str, "", help="local state_dict / checkpoint file to start from"),
+        "freeze_backbone": Field(bool, False, help="train only the new head"),
+    },
+    "data": {
+        "name": Field(str, "digits", _dataset_name, "digits, synthetic, imagefolder, mnist, cifar10"),
+        "root": Field(str, "", help="local folder for imagefolder, mnist, cifar10"),
+        "val_fraction": Field(float, 0.2, _fraction),
+        "num_workers": Field(int, 0, _at_least(0)),
+        "image_size": Field(int, 0, _at_least(0), "0 = native size; otherwise resize to N x N"),
+        "channels": Field(int, 0, _one_of(0, 1, 3), "0 = native; 1 or 3"),
+        "samples": Field(int, 2048, _at_least(1), "synthetic: number of samples"),
+        "classes": Field(int, 10, _at_least(2), "synthetic: number of classes"),
+        "shape": Field(list, [3, 32, 32], help="synthetic: C, H, W"),
+    },
+    "train": {
+        "epochs": Field(int, 5, _at_least(1)),
+        "batch_size": Field(int, 64, _at_least(1)),
+        "lr": Field(float, 0.05, _positive),
+        "optimizer": Field(str, "sgd", _one_of("sgd", "adam", "adamw")),
+        "momentum": Field(float, 0.9, _at_least(0)),
+        "weight_decay": Field(float, 0.0, _at_least(0)),
+        "lr_schedule": Field(str, "none", _one_of("none", "cosine", "step")),
+        "precision": Field(str, "fp32", _one_of("fp32", "bf16", "fp16")),
+        "seed": Field(int, 0),
+        "max_steps": Field(int, 0, _at_least(0), "0 = no limit"),
+        "threads": Field(int, 0, _at_least(0), "torch threads per process; 0 = torch's default"),
+        "resume_from": Field(str, "", help="checkpoint file to resume from"),
+    },
+    "strategy": {
+        "name": Field(str, "single", _one_of("single", "dp", "ddp", "model_parallel")),
+        "accelerator": Field(str, "auto", _one_of("auto", "cpu", "cuda")),
+        "devices": Field((str, int, list), "auto", _devices),
+        "micro_batches": Field(int, 4, _at_least(1)),
+        "split_points": Field(list, [], help="model_parallel: stage boundaries (layer indices)"),
+        "nnodes": Field(int, 1, _at_least(1)),
+        "node_rank": Field(int, 0, _at_least(0)),
+        "master_addr": Field(str, "127.0.0.1"),
+        "master_port": Field(int, 0, _at_least(0), "0 = pick a free port"),
+    },
+}
+
+Config = dict[str, dict[str, Any]]
+
+
+def defaults() -> Config:
+    """A config with every key at its default."""
+    return {sec: {k: _copy(f.default) for k, f in keys.items()} for sec, keys in SCHEMA.items()}
+
+
+def _copy(v: Any) -> Any:
+    return list(v) if isinstance(v, list) else v
+
+
+def load(path: str | os.PathLike[str], overrides: list[str] = ()) -> Config:  # type: ignore[assignment]
+    """Read a TOML config file, apply `section.key=value` overrides, and validate it."""
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError("config", "file not found", str(path)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError("config", f"is not valid TOML: {e}") from None
+    for item in overrides:
+        apply_override(raw, item)
+    return validate(raw)
+
+
+def apply_override(raw: dict[str, Any], item: str) -> None:
+    """Apply one `--set section.key=value`; the value is read as TOML, else taken as a string."""
+    key, sep, text = item.partition("=")
+    section, dot, name = key.strip().partition(".")
+    if not sep or not dot or not name:
+        raise ConfigError("--set", "must look like section.key=value", item)
+    try:
+        value = tomllib.loads(f"v = {text.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = text.strip()
+    raw.setdefault(section, {})[name] = value
+
+
+def validate(raw: dict[str, Any]) -> Config:
+    """Check every section and key against SCHEMA; return the full config with defaults filled in."""
+    config = defaults()
+    for section, values in raw.items():
+        if section not in SCHEMA:
+            raise ConfigError(section, "unknown section; allowed: " + ", ".join(SCHEMA))
+        if not isinstance(values, dict):
+            raise ConfigError(section, "must be a table")
+        for key, value in values.items():
+            config[section][key] = _check(section, key, value)
+    _check_together(config)
+    return config
+
+
+def _check(section: str, key: str, value: Any) -> Any:
+    name = f"{section}.{key}"
+    spec = SCHEMA[section].get(key)
+    if spec is None:
+        raise ConfigError(name, "unknown key; allowed: " + ", ".join(SCHEMA[section]))
+    value = _coerce(name, spec, value)
+    problem = spec.check(value)
+    if problem:
+        raise ConfigError(name, problem, value)
+    return value
+
+
+def _coerce(name: str, spec: Field, value: Any) -> Any:
+    types = spec.type if isinstance(spec.type, tuple) else (spec.type,)
+    if float in types and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, bool) and bool not in types:
+        raise ConfigError(name, "must be " + " or ".join(t.__name__ for t in types), value)
+    if not isinstance(value, types):
+        raise ConfigError(name, "must be " + " or ".join(t.__name__ for t in types), value)
+    return value
+
+
+def _check_together(config: Config) -> None:
+    data, model, train, strategy = config["data"], config["model"], config["train"], config["strategy"]
+    if data["name"] in DATASETS_WITH_ROOT:
+        if not data["root"]:
+            raise ConfigError("data.root", f"is required for dataset {data['name']}: a local folder")
+        if not os.path.isdir(os.path.expanduser(data["root"])):
+            raise ConfigError("data.root", "must be an existing local folder", data["root"])
+    shape = data["shape"]
+    if len(shape) != 3 or not all(isinstance(n, int) and n >= 1 for n in shape):
+        raise ConfigError("data.shape", "must be three positive integers [C, H, W]", shape)
+    for name, path in (("model.weights", model["weights"]), ("train.resume_from", train["resume_from"])):
+        if path:
+            check_checkpoint_file(name, path)
+    if strategy["node_rank"] >= strategy["nnodes"]:
+        raise ConfigError("strategy.node_rank", f"must be < strategy.nnodes ({strategy['nnodes']})")
+    if strategy["name"] != "ddp" and strategy["nnodes"] > 1:
+        raise ConfigError("strategy.nnodes", "must be 1 unless strategy.name = 'ddp'")
+
+
+def check_checkpoint_file(name: str, path: str) -> None:
+    """Refuse a file that is not a torch checkpoint (torch.save writes a zip holding a pickle)."""
+    import zipfile
+
+    path = os.path.expanduser(path)
+    if not os.path.isfile(path):
+        raise ConfigError(name, "must be an existing checkpoint file", path)
+    try:
+        with zipfile.ZipFile(path) as z:
+            ok = any(n.endswith("data.pkl") for n in z.namelist())
+    except (zipfile.BadZipFile, OSError):
+        ok = False
+    if not ok:
+        raise ConfigError(name, "is not a PyTorch checkpoint (expected a file written by torch.save)", path)
+
+
+def dumps(config: Config) -> str:
+    """Write a config as TOML (the subset this schema uses: tables of scalars and lists)."""
+    lines: list[str] = []
+    for section, values in config.items():
+        lines.append(f"[{section}]")
+        lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(i) for i in v) + "]"
+    return repr(v)

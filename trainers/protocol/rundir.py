@@ -1,0 +1,97 @@
+"""The run directory: where a run's config, state, event log, output and checkpoints live."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+KINDS = ("train", "tune")
+
+
+def home() -> Path:
+    """`$TRAINCONSOLE_HOME`, else the per-user data directory; created mode 0700."""
+    env = os.environ.get("TRAINCONSOLE_HOME")
+    if env:
+        path = Path(env).expanduser()
+    else:
+        try:
+            import platformdirs
+
+            path = Path(platformdirs.user_data_dir("trainconsole"))
+        except ImportError:
+            path = Path.home() / ".local" / "share" / "trainconsole"
+    (path / "runs").mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path
+
+
+def new_run_id(name: str) -> str:
+    """A sortable, unique id: start time, a slug of the name, and a few random hex digits."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")[:24] or "run"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{secrets.token_hex(2)}"
+
+
+class RunDir:
+    """One run's directory and the files in it (see shared/DESIGN.md)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.id = self.path.name
+        self.config = self.path / "config.toml"
+        self.info_path = self.path / "run.json"
+        self.events = self.path / "events.jsonl"
+        self.stdout = self.path / "stdout.log"
+        self.stderr = self.path / "stderr.log"
+        self.checkpoints = self.path / "checkpoints"
+        self.last_ckpt = self.checkpoints / "last.pt"
+        self.best_ckpt = self.checkpoints / "best.pt"
+
+    @classmethod
+    def create(cls, root: Path, run_id: str) -> RunDir:
+        """Make a new run directory (mode 0700) under `root/runs`."""
+        run = cls(root / "runs" / run_id)
+        run.path.mkdir(mode=0o700)
+        run.checkpoints.mkdir(mode=0o700)
+        return run
+
+    @classmethod
+    def find(cls, root: Path, run_id: str) -> RunDir | None:
+        """The run with this id, or with a unique id prefix / suffix; None if there is none."""
+        exact = root / "runs" / run_id
+        if run_id and "/" not in run_id and (exact / "run.json").exists():
+            return cls(exact)
+        hits = [p for p in list_runs(root) if p.id.startswith(run_id) or p.id.endswith(run_id)]
+        return hits[0] if len(hits) == 1 and run_id else None
+
+    def read_info(self) -> dict[str, Any]:
+        """run.json as a dict ({} if missing or unreadable)."""
+        try:
+            return json.loads(self.info_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def write_info(self, info: dict[str, Any]) -> None:
+        """Replace run.json atomically (temp file + rename), so readers never see half of it."""
+        tmp = self.info_path.with_name(f".run.json.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(info, indent=2))
+        os.replace(tmp, self.info_path)
+
+    def update_info(self, **fields: Any) -> dict[str, Any]:
+        """Merge fields into run.json and return the result."""
+        info = {**self.read_info(), **fields}
+        self.write_info(info)
+        return info
+
+
+def list_runs(root: Path) -> list[RunDir]:
+    """Every run directory under `root/runs` that has a run.json, oldest first."""
+    try:
+        entries = sorted(os.scandir(root / "runs"), key=lambda e: e.name)
+    except OSError:
+        return []
+    return [RunDir(e.path) for e in entries if os.path.exists(os.path.join(e.path, "run.json"))]
