@@ -1,11 +1,11 @@
 """What the console and the trainers share: config schema, events, run directories. Stdlib only."""
 
 from .config import SCHEMA, Config, ConfigError, apply_override, defaults, dumps, load, validate
-from .events import FINAL, STATUSES, Event, EventReader, EventWriter, make_event, read_all
+from .events import FINAL, STATUSES, Event, EventReader, EventWriter, make_event, read_all, tail
 from .rundir import KINDS, RunDir, home, list_runs, new_run_id
 
 __all__ = [
     "FINAL", "KINDS", "SCHEMA", "STATUSES", "Config", "ConfigError", "Event", "EventReader", "EventWriter",
     "RunDir", "apply_override", "defaults", "dumps", "home", "list_runs", "load", "make_event",
-    "new_run_id", "read_all", "validate",
+    "new_run_id", "read_all", "tail", "validate",
 ]

@@ -7,8 +7,9 @@ import math
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from .model_names import TORCHVISION_CLASSIFIERS
 

@@ -76,6 +76,10 @@ class EventReader:
 
     def read(self, max_bytes: int = 16 << 20) -> list[Event]:
         """Return the complete new events; a trailing line without its newline waits for the next call."""
+        return [e for e in map(self._parse, self.read_lines(max_bytes)) if e is not None]
+
+    def read_lines(self, max_bytes: int = 16 << 20) -> list[bytes]:
+        """The complete new lines, raw (without their newline), advancing the offset past them."""
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
@@ -86,7 +90,7 @@ class EventReader:
         if end < 0:
             return []
         self.offset += end + 1
-        return [e for e in map(self._parse, chunk[:end].split(b"\n")) if e is not None]
+        return [line for line in chunk[:end].split(b"\n") if line]
 
     def _parse(self, line: bytes) -> Event | None:
         try:
@@ -98,6 +102,23 @@ class EventReader:
             self.bad_lines += 1
             return None
         return event
+
+
+def tail(path: str | os.PathLike[str], nbytes: int = 64 << 10) -> list[Event]:
+    """The complete events in the last `nbytes` of a log (the first, possibly cut, line is dropped)."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            start = max(0, size - nbytes)
+            f.seek(start)
+            chunk = f.read()
+    except OSError:
+        return []
+    if start > 0:
+        chunk = chunk[chunk.find(b"\n") + 1 :]
+    end = chunk.rfind(b"\n")
+    reader = EventReader(path)
+    return [e for e in map(reader._parse, chunk[: max(end, 0)].split(b"\n")) if e is not None]
 
 
 def read_all(path: str | os.PathLike[str]) -> list[Event]:

@@ -1,0 +1,164 @@
+"""`trainconsole`: the console with no arguments, and a headless twin for every action."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import NoReturn
+
+from trainers import protocol
+
+from . import render
+from .services import runs
+
+USAGE_ERROR = 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as one line on stderr with exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(message)
+
+
+def fail(message: str) -> NoReturn:
+    """Print one error line and exit 2 (the CLI's code for invalid input)."""
+    print(f"trainconsole: error: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_ERROR)
+
+
+def build_parser() -> Parser:
+    """The argument parser for every subcommand."""
+    parser = Parser(prog="trainconsole", description="Launch, watch and kill PyTorch training runs.")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("config", help="TOML config file")
+        cmd.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+        cmd.add_argument("--name", default="", help="a name for the run")
+        cmd.add_argument("--wait", action="store_true", help="block until it ends; exit 0 only on success")
+    sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
+    for name in ("stop", "kill", "resume"):
+        sub.add_parser(name, help=f"{name} a run").add_argument("id")
+    logs = sub.add_parser("logs", help="show a run's events")
+    logs.add_argument("id")
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
+    logs.add_argument("--json", action="store_true", help="events as JSON lines, exactly as logged")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `trainconsole` command."""
+    args = build_parser().parse_args(argv)
+    if args.command is None:
+        return open_console()
+    # Plug-ins named in configs resolve from the working directory, as with `python -m`.
+    sys.path.insert(0, os.getcwd())
+    try:
+        return COMMANDS[args.command](args)
+    except protocol.ConfigError as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        print("\ninterrupted; runs keep going in the background", file=sys.stderr)
+        return 130
+
+
+def open_console() -> int:
+    """Open the Textual console."""
+    try:
+        from .app import TrainConsole
+    except ImportError:
+        fail("the console is not available yet; use a subcommand (see trainconsole --help)")
+    TrainConsole().run()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, kind: str = "train") -> int:
+    """`run CONFIG [--set ...] [--wait]`: print the new run's id; with --wait, follow it to the end."""
+    config = protocol.load(args.config, args.set)
+    run = runs.launch(config, name=args.name, kind=kind)
+    print(run.id, flush=True)
+    if not args.wait:
+        return 0
+    progress = render.Progress(sys.stderr)
+    state = runs.wait(run, on_event=progress.show)
+    progress.close(state)
+    return 0 if state == "finished" else 1
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """`tune CONFIG`: not built yet."""
+    fail("tune: hyperparameter tuning is not available in this version")
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    """`ls [--json]`: every run with its status and latest metrics."""
+    rows = [runs.summary(run) for run in runs.all_runs()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+    else:
+        print(render.table(rows))
+    return 0
+
+
+def _run(run_id: str) -> protocol.RunDir:
+    run = runs.find(run_id)
+    if run is None:
+        fail(f"id: no run matches {run_id!r} (see trainconsole ls)")
+    return run
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """`stop ID`: ask the run to checkpoint and stop; kill it if it does not within the grace period."""
+    run = _run(args.id)
+    before = runs.status(run)
+    state = runs.stop(run)
+    print(f"{run.id} {state}" + ("" if before == "running" else " (was not running)"))
+    return 0
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    """`kill ID`: SIGKILL the run and every process it started."""
+    run = _run(args.id)
+    survivors = runs.kill(run)
+    if survivors:
+        print(f"trainconsole: could not kill pids {survivors}", file=sys.stderr)
+        return 1
+    print(f"{run.id} {runs.status(run)}")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """`resume ID`: continue a run that ended from its last checkpoint."""
+    run = _run(args.id)
+    try:
+        runs.resume(run)
+    except (RuntimeError, FileNotFoundError) as e:
+        fail(f"id: {e}")
+    print(run.id)
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    """`logs ID [--follow] [--json]`: print the run's events, as text or exactly as logged."""
+    run = _run(args.id)
+    reader = protocol.EventReader(run.events)
+    show = (lambda line: line.decode(errors="replace")) if args.json else render.event_line
+    while True:
+        # Look at the status before reading, so that the events written as the run ends still print.
+        more = args.follow and runs.status(run) == "running"
+        for line in reader.read_lines():
+            print(show(line), flush=True)
+        if not more:
+            return 0
+        time.sleep(0.2)
+
+
+COMMANDS = {
+    "run": cmd_run, "tune": cmd_tune, "ls": cmd_ls, "stop": cmd_stop, "kill": cmd_kill,
+    "resume": cmd_resume, "logs": cmd_logs,
+}

@@ -1,0 +1,86 @@
+"""Plain-text rendering for the headless CLI: the runs table, event lines, and `--wait` progress."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, TextIO
+
+from trainers.protocol import Event
+
+COLUMNS = ("id", "status", "strategy", "epoch", "step", "loss", "val_acc", "samples/s", "started")
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The `ls` table: one line per run, columns padded to fit."""
+    if not rows:
+        return "no runs yet (start one with: trainconsole run examples/digits.toml)"
+    cells = [COLUMNS] + [_cells(row) for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
+
+
+def _cells(row: dict[str, Any]) -> tuple[str, ...]:
+    last = row.get("last") or {}
+    started = row.get("started_at")
+    return (
+        row["id"], row["status"], row.get("strategy") or "-", _num(last.get("epoch")),
+        _num(last.get("step")), _num(last.get("loss"), ".4f"), _num(last.get("val_acc"), ".3f"),
+        _num(last.get("samples_per_s"), ".0f"),
+        time.strftime("%m-%d %H:%M", time.localtime(started)) if started else "-",
+    )
+
+
+def _num(value: Any, fmt: str = "") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def event_line(line: bytes) -> str:
+    """One logged event as a readable line (or the raw text if it is not an event)."""
+    try:
+        event = json.loads(line)
+        return describe(event)
+    except (ValueError, TypeError, AttributeError):
+        return line.decode(errors="replace")
+
+
+def describe(event: Event) -> str:
+    """A short human description of an event, prefixed with its local time."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.get("t", 0)))
+    kind = event.get("type", "?")
+    skip = {"v", "t", "run", "type", "mem", "traceback", "config"}
+    fields = " ".join(f"{k}={_short(v)}" for k, v in event.items() if k not in skip)
+    return f"{stamp} {kind:<10} {fields}".rstrip()
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class Progress:
+    """`run --wait` progress: a live line on a terminal, a line per epoch otherwise."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.live = out.isatty()
+
+    def show(self, event: Event) -> None:
+        """Render one event of the followed run."""
+        kind = event.get("type")
+        if kind == "step" and self.live:
+            self.out.write(f"\r  epoch {event.get('epoch')} step {event.get('step')} "
+                           f"loss {event.get('loss', 0):.4f}  {event.get('samples_per_s', 0):.0f} samples/s ")
+            self.out.flush()
+        elif kind in ("started", "eval", "checkpoint", "warning", "failed", "finished", "stopped", "killed"):
+            self.out.write(("\r\033[K" if self.live else "") + describe(event) + "\n")
+            if kind == "failed" and event.get("hint"):
+                self.out.write(f"  hint: {event['hint']}\n")
+            self.out.flush()
+
+    def close(self, status: str) -> None:
+        """Finish the display with the run's final status."""
+        self.out.write(("\r\033[K" if self.live else "") + f"run {status}\n")
+        self.out.flush()

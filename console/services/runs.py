@@ -1,0 +1,157 @@
+"""The run lifecycle, shared by the CLI and the console: launch, resume, status, stop, kill, wait.
+
+Runs are detached processes (`start_new_session=True`, stdio to files in the run directory), so neither
+the console exiting nor an SSH hang-up reaches them. Their only channel back is the run's event log.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainers import protocol
+from trainers.protocol import Config, Event, RunDir
+
+from . import processes
+
+#: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
+_children: dict[str, subprocess.Popen[bytes]] = {}
+
+
+def launch(config: Config, name: str = "", kind: str = "train", root: Path | None = None) -> RunDir:
+    """Create a run directory for a validated config and start its trainer process detached."""
+    root = root or protocol.home()
+    name = name or f"{config['model']['name']}-{config['data']['name']}"
+    run = RunDir.create(root, protocol.new_run_id(name))
+    run.config.write_text(protocol.dumps(config))
+    run.write_info({
+        "id": run.id, "name": name, "kind": kind, "strategy": config["strategy"]["name"],
+        "host": socket.gethostname(), "cwd": os.getcwd(), "status": "running", "ended_at": None,
+    })
+    _start(run, [])
+    return run
+
+
+def resume(run: RunDir) -> RunDir:
+    """Start a stopped, failed, killed or lost run again from its `last.pt`; its event log continues."""
+    if status(run) == "running":
+        raise RuntimeError(f"run {run.id} is still running")
+    if not run.last_ckpt.exists():
+        raise FileNotFoundError(f"run {run.id} has no checkpoint to resume from ({run.last_ckpt})")
+    _start(run, ["--resume"])
+    return run
+
+
+def _start(run: RunDir, extra: list[str]) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    cwd = run.read_info().get("cwd") or os.getcwd()
+    # Plug-ins ("package.module:factory") resolve against the directory the run was launched from.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (cwd, env.get("PYTHONPATH", "")) if p)
+    with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "trainers", str(run.path), *extra],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env,
+            start_new_session=True, close_fds=True,
+        )
+    _children[run.id] = proc
+    started = processes.start_time(proc.pid) or time.time()
+    run.update_info(pid=proc.pid, pgid=proc.pid, pid_started=started, started_at=time.time(),
+                    status="running", ended_at=None)
+
+
+def leader(run: RunDir, info: dict[str, Any] | None = None) -> Any:
+    """The run's live launcher process (psutil.Process), or None."""
+    child = _children.get(run.id)
+    if child is not None:
+        child.poll()  # reap it if it has exited
+    info = info if info is not None else run.read_info()
+    return processes.find(info.get("pid"), info.get("pid_started"))
+
+
+def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] | None = None) -> str:
+    """running, finished, failed, stopped, killed or lost (the process vanished without a final event)."""
+    events = protocol.tail(run.events) if events is None else events
+    for event in reversed(events):
+        kind = event.get("type")
+        if kind in protocol.FINAL:
+            return protocol.FINAL[kind]
+        if kind == "started":
+            break
+    return "running" if leader(run, info) is not None else "lost"
+
+
+def summary(run: RunDir) -> dict[str, Any]:
+    """The run as one `ls` row: id, name, kind, strategy, status, pid, started_at, ended_at, last."""
+    info, events = run.read_info(), protocol.tail(run.events)
+    state = status(run, events, info)
+    last: dict[str, Any] = {}
+    for event in events:
+        if event.get("type") in ("step", "eval", "finished"):
+            last.update({k: v for k, v in event.items() if k not in ("v", "t", "run", "type", "mem")})
+    row = {k: info.get(k) for k in ("id", "name", "kind", "strategy", "pid", "started_at", "ended_at")}
+    row.update(id=run.id, status=state, last=last)
+    failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
+    if failure is not None and state == "failed":
+        row["cause"] = failure.get("cause")
+    return row
+
+
+def stop(run: RunDir, grace: float = 30.0) -> str:
+    """SIGTERM the run (it checkpoints and emits `stopped`); kill it if it outlives `grace` seconds."""
+    proc = leader(run)
+    if proc is None:
+        return status(run)
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and leader(run) is not None:
+        time.sleep(0.1)
+    if leader(run) is not None:
+        kill(run)
+    return status(run)
+
+
+def kill(run: RunDir) -> list[int]:
+    """SIGKILL the run's process group and every descendant; record `killed`. Returns surviving pids."""
+    info = run.read_info()
+    was = status(run, info=info)
+    procs = processes.family(leader(run, info), info.get("pgid"), info.get("pid_started") or 0.0)
+    survivors = processes.kill_all(procs)
+    if run.id in _children:
+        _children[run.id].poll()
+    if not survivors and (was == "running" or (was == "lost" and procs)):
+        protocol.EventWriter(run.events, run.id).emit("killed", pids=sorted(p.pid for p in procs))
+        run.update_info(status="killed", ended_at=time.time())
+    return [p.pid for p in survivors]
+
+
+def wait(run: RunDir, on_event: Callable[[Event], None] | None = None, poll: float = 0.2) -> str:
+    """Block until the run ends, passing each new event to `on_event`; return the final status."""
+    reader = protocol.EventReader(run.events)
+    while True:
+        for event in reader.read():
+            if on_event is not None:
+                on_event(event)
+        state = status(run)
+        if state != "running":
+            for event in reader.read():
+                if on_event is not None:
+                    on_event(event)
+            return state
+        time.sleep(poll)
+
+
+def find(run_id: str, root: Path | None = None) -> RunDir | None:
+    """The run with this id (or a unique prefix/suffix of it)."""
+    return RunDir.find(root or protocol.home(), run_id)
+
+
+def all_runs(root: Path | None = None) -> list[RunDir]:
+    """Every run in the home directory, oldest first."""
+    return protocol.list_runs(root or protocol.home())

@@ -1,0 +1,75 @@
+"""The event log is the queue: concurrent appends stay whole, readers skip half-written lines."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import stat
+from pathlib import Path
+
+from trainers import protocol
+from trainers.protocol import EventReader, EventWriter
+
+
+def append_many(path: str, writer_id: int, n: int) -> None:
+    log = EventWriter(path, f"run-{writer_id}")
+    for i in range(n):
+        log.emit("step", writer=writer_id, step=i, loss=1.0 / (i + 1), pad="x" * (i % 300))
+    log.close()
+
+
+def test_two_processes_append_10000_events_each_without_tearing(tmp_path: Path) -> None:
+    path = str(tmp_path / "events.jsonl")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=append_many, args=(path, w, 10_000)) for w in (0, 1)]
+    for p in procs:
+        p.start()
+    reader, seen = EventReader(path), []
+    while any(p.is_alive() for p in procs):
+        seen += reader.read()
+    for p in procs:
+        p.join()
+    seen += reader.read()
+    assert len(seen) == 20_000 and reader.bad_lines == 0
+    for w in (0, 1):
+        assert [e["step"] for e in seen if e["writer"] == w] == list(range(10_000))
+
+
+def test_half_written_last_line_waits_until_complete(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    line = json.dumps(protocol.make_event("r", "step", step=1, loss=0.5))
+    path.write_text(line + "\n" + line[:17])
+    reader = EventReader(path)
+    assert [e["step"] for e in reader.read()] == [1]
+    assert reader.read() == [] and reader.bad_lines == 0
+    with open(path, "a") as f:
+        f.write(line[17:] + "\n")
+    assert [e["step"] for e in reader.read()] == [1]
+
+
+def test_garbage_lines_are_skipped_and_counted(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"type":"step","step":1}\nnot json\n[1,2]\n{"type":"eval","epoch":1}\n')
+    reader = EventReader(path)
+    assert [e["type"] for e in reader.read()] == ["step", "eval"] and reader.bad_lines == 2
+
+
+def test_tail_reads_only_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = EventWriter(path, "r")
+    for i in range(5000):
+        log.emit("step", step=i)
+    events = protocol.tail(path, nbytes=4096)
+    assert events[-1]["step"] == 4999 and 0 < len(events) < 100
+    assert [e["step"] for e in events] == list(range(events[0]["step"], 5000))
+
+
+def test_home_and_run_dirs_are_private(home: Path) -> None:
+    root = protocol.home()
+    run = protocol.RunDir.create(root, protocol.new_run_id("my run/1"))
+    assert root == home and "/" not in run.id
+    for path in (root, run.path, run.checkpoints):
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
+    EventWriter(run.events, run.id).emit("started")
+    assert stat.S_IMODE(os.stat(run.events).st_mode) == 0o600
