@@ -1,0 +1,323 @@
+"""`trainconsole`: the Textual console. Wires the screen, the keys, the tailer thread and the workers.
+
+Never imports torch, torchvision or ray (runs are separate, detached processes), so it opens at once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+from textual.widgets import DataTable
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from console.screens.confirm_screen import ConfirmScreen
+from console.screens.help_screen import HelpScreen
+from console.screens.main_screen import MainScreen
+from console.screens.path_screen import PathScreen
+from console.services import gpu, runs
+from console.services.tailer import RunsChanged, Tailer
+from console.state import RANKINGS, Board, build_view, label
+from console.widgets.run_form import RunForm
+from console.widgets.runs_table import RunsTable
+from trainers import protocol
+
+FRAME_S = 0.15  # at most ~7 frames a second, and only when something changed
+DEVICES_S = 0.5  # NVML at 2 Hz
+DEMO = Path("examples/digits.toml")
+
+
+class TrainConsole(App[None]):
+    """Set up, launch, watch, stop and kill training runs."""
+
+    CSS_PATH = "app.tcss"
+    ENABLE_COMMAND_PALETTE = False
+    TITLE = "trainconsole"
+    BINDINGS = [
+        Binding("l,f5", "launch", "Launch"),
+        Binding("s", "stop", "Stop"),
+        Binding("k", "kill", "Kill"),
+        Binding("r", "resume", "Resume"),
+        Binding("space", "mark", "Overlay"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+        Binding("b", "rank", "Sort: newest / best val acc", show=False),
+        Binding("n,5", "pane('setup')", "Setup pane (new run)", show=False),
+        Binding("1", "pane('runs')", "Runs pane", show=False),
+        Binding("2", "pane('plot')", "Plot pane", show=False),
+        Binding("3", "pane('devices')", "Devices pane", show=False),
+        Binding("4", "pane('log')", "Log pane", show=False),
+        Binding("o", "load", "Load a config TOML into the form", show=False),
+        Binding("w", "save", "Save the form as TOML", show=False),
+        Binding("escape", "pane('runs')", "Back to the runs pane", show=False),
+    ]
+
+    def __init__(self, home: Path | None = None, sampler: gpu.Sampler | None = None,
+                 clock: Callable[[], float] = time.time, config_path: Path | None = None) -> None:
+        super().__init__()
+        self.home = home or protocol.home()
+        self.sampler = sampler or gpu.NvmlSampler()
+        self.clock = clock
+        self.board = Board()
+        self.tailer = Tailer(self.home, self.board, lambda: self.post_message(RunsChanged()))
+        self.selected: str | None = None
+        self.marked: list[str] = []
+        self.ranking = RANKINGS[0]
+        self.config_path = str(config_path or DEMO)
+        self._force: set[str] = {"*"}
+        self._frame_timer: object | None = None
+        self._last_frame = 0.0
+        self._select_next: str | None = None
+        self._stopping = threading.Event()
+
+    def get_default_screen(self) -> MainScreen:
+        """The dashboard, with the form prefilled from the demo config (or the built-in defaults)."""
+        try:
+            config, source = protocol.load(self.config_path), self.config_path
+        except protocol.ConfigError:
+            config, source = protocol.defaults(), "built-in defaults (the digits demo)"
+        return MainScreen(config, source)
+
+    @property
+    def main(self) -> MainScreen:
+        """The dashboard screen (also while a dialog is over it)."""
+        return self.screen_stack[0]  # type: ignore[return-value]
+
+    def on_mount(self) -> None:
+        """Start following runs once the first frame is out, and sample devices."""
+        self.call_after_refresh(self.tailer.start)
+        self.call_after_refresh(self.sample_devices)
+        self.set_interval(1.0, self._tick)
+
+    def on_unmount(self) -> None:
+        """Stop the threads (the runs themselves go on)."""
+        self._stopping.set()
+        self.tailer.stop()
+
+    # -- frames -------------------------------------------------------------------------------------
+
+    def on_runs_changed(self, _: RunsChanged) -> None:
+        """The tailer read something: draw it in the next frame."""
+        self._schedule_frame()
+
+    def _tick(self) -> None:
+        with self.tailer.lock:
+            for run in self.board.runs.values():
+                if run.status == "running":
+                    self.board.mark(run.id)  # elapsed time moves on
+        self._schedule_frame()
+
+    def _schedule_frame(self) -> None:
+        if self._frame_timer is None:
+            wait = max(0.01, self._last_frame + FRAME_S - time.monotonic())
+            self._frame_timer = self.set_timer(wait, self._frame)
+
+    def _frame(self) -> None:
+        self._frame_timer, self._last_frame = None, time.monotonic()
+        main = self.main
+        with self.tailer.lock:
+            changed = self.board.take_dirty() | self._force
+            view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed,
+                              max(20, main.plot_width))
+        self._force = set()
+        self.selected = view.selected
+        main.show_view(view)
+        if self._select_next in view.labels:
+            main.query_one(RunsTable).select(self._select_next)
+            self._select_next = None
+
+    def _redraw_selection(self) -> None:
+        self._force.add("*")
+        self._schedule_frame()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The cursor moved: the plot, log and memory follow the selected run."""
+        run_id = event.row_key.value
+        if run_id != self.selected:
+            self.selected = run_id
+            self._redraw_selection()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a run: show its plot when panes are tabs."""
+        if self.main.narrow:
+            self.main.show_pane("plot")
+
+    # -- devices ------------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="devices", exit_on_error=False)
+    def sample_devices(self) -> None:
+        """Sample device memory at <= 2 Hz in a thread (NVML calls can block)."""
+        worker = get_current_worker()
+        while not (worker.is_cancelled or self._stopping.is_set()):
+            with self.tailer.lock:
+                live = [r for r in self.board.runs.values() if r.status == "running"]
+                leaders = {r.id: (r.pid, r.pid_started) for r in live}
+            devices = self.sampler.sample(gpu.families(leaders))
+            if worker.is_cancelled or self._stopping.is_set():
+                return
+            self.call_from_thread(self._show_devices, devices)
+            self._stopping.wait(DEVICES_S)
+
+    def _show_devices(self, devices: gpu.Devices) -> None:
+        with self.tailer.lock:
+            labels = {rid: label(r) for rid, r in self.board.runs.items()}
+        self.main.show_devices(devices, labels)
+
+    # -- actions ------------------------------------------------------------------------------------
+
+    def action_pane(self, name: str) -> None:
+        """Show (narrow) or focus (wide) a pane."""
+        self.main.show_pane(name)
+
+    def action_launch(self) -> None:
+        """Launch the form's config as a new run."""
+        form = self.main.query_one(RunForm)
+        config = form.check()
+        if config is None:
+            self.notify("the config has a problem: see the setup pane", severity="error")
+            self.main.show_pane("setup")
+            bad = form.first_error()
+            if bad is not None:
+                bad.focus()
+            return
+        self.launch_run(config)
+
+    def on_run_form_submitted(self, event: RunForm.Submitted) -> None:
+        """Enter in the form launches."""
+        self.launch_run(event.config)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def launch_run(self, config: protocol.Config) -> None:
+        """Start a run detached (it outlives the console) and select it."""
+        run = runs.launch(config, root=self.home)
+        self.call_from_thread(self._launched, run.id)
+
+    def _launched(self, run_id: str) -> None:
+        self.notify(f"launched {run_id}")
+        self._select_next = run_id
+        self.main.show_pane("runs")
+        self.tailer.poke()
+
+    def _selected_run(self) -> protocol.RunDir | None:
+        if self.selected is None:
+            self.notify("no run selected", severity="warning")
+            return None
+        return protocol.RunDir(self.home / "runs" / self.selected)
+
+    def action_stop(self) -> None:
+        """Ask the selected run to checkpoint and stop."""
+        run = self._selected_run()
+        if run is not None:
+            self.notify(f"stopping {run.id}: it checkpoints, then exits")
+            self.stop_run(run)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def stop_run(self, run: protocol.RunDir) -> None:
+        """SIGTERM, then SIGKILL after the grace period (runs.stop)."""
+        state = runs.stop(run)
+        self.call_from_thread(self._done, f"{run.id}: {state}")
+
+    def action_kill(self) -> None:
+        """Kill the selected run and all its processes, after a confirm."""
+        run = self._selected_run()
+        if run is not None:
+            question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
+            self.push_screen(ConfirmScreen(question), lambda yes: self.kill_run(run) if yes else None)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def kill_run(self, run: protocol.RunDir) -> None:
+        """SIGKILL the run's process group and descendants (runs.kill)."""
+        survivors = runs.kill(run)
+        message = f"could not kill pids {survivors}" if survivors else f"{run.id}: killed"
+        self.call_from_thread(self._done, message, "error" if survivors else "information")
+
+    def action_resume(self) -> None:
+        """Start the selected run again from its last checkpoint."""
+        run = self._selected_run()
+        if run is not None:
+            self.resume_run(run)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def resume_run(self, run: protocol.RunDir) -> None:
+        """runs.resume: refuses a running run or one without a checkpoint."""
+        runs.resume(run)
+        self.call_from_thread(self._done, f"{run.id}: resumed from its last checkpoint")
+
+    def _done(self, message: str, severity: str = "information") -> None:
+        self.notify(message, severity=severity)  # type: ignore[arg-type]
+        self.tailer.poke()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed action is shown, never fatal."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.notify(f"{event.worker.name}: {event.worker.error}", severity="error", timeout=8)
+
+    def action_mark(self) -> None:
+        """Overlay the selected run on the plot (or take it off)."""
+        if self.selected is None:
+            return
+        if self.selected in self.marked:
+            self.marked.remove(self.selected)
+        else:
+            self.marked.append(self.selected)
+        self._redraw_selection()
+
+    def action_rank(self) -> None:
+        """Order runs newest first, or by best validation accuracy."""
+        self.ranking = RANKINGS[(RANKINGS.index(self.ranking) + 1) % len(RANKINGS)]
+        self.notify(f"runs sorted by {self.ranking}")
+        self._redraw_selection()
+
+    def action_load(self) -> None:
+        """Load a config TOML into the form."""
+        self.push_screen(PathScreen("Load a run config (TOML):", self.config_path), self._load)
+
+    def _load(self, path: str | None) -> None:
+        if not path:
+            return
+        try:
+            config = protocol.load(path)
+        except protocol.ConfigError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.config_path = path
+        self.main.query_one(RunForm).load(config, path)
+        self.main.show_pane("setup")
+
+    def action_save(self) -> None:
+        """Save the form's config as TOML."""
+        if self.main.query_one(RunForm).check() is None:
+            self.notify("fix the config first: see the setup pane", severity="error")
+            return
+        self.push_screen(PathScreen("Save the config as:", self.config_path), self._save)
+
+    def _save(self, path: str | None) -> None:
+        config = self.main.query_one(RunForm).check()
+        if not path or config is None:
+            return
+        try:
+            Path(path).expanduser().write_text(protocol.dumps(config))
+        except OSError as e:
+            self.notify(f"could not save {path}: {e.strerror}", severity="error")
+            return
+        self.config_path = path
+        self.notify(f"saved {path}")
+
+    def action_help(self) -> None:
+        """Every key and what it does."""
+        keys = [(b.key_display or b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
+        keys += [("↑ ↓ pgup pgdn", "Move the selection in the runs pane"),
+                 ("enter", "In the runs pane: show the run's plot; in the form: launch")]
+        self.push_screen(HelpScreen(keys))
+
+    async def action_quit(self) -> None:
+        """Quit; the runs keep going."""
+        with self.tailer.lock:
+            running = sum(r.status == "running" for r in self.board.runs.values())
+        self.exit(message=f"trainconsole: closed. {running} run(s) keep going in the background; "
+                  "`trainconsole` reattaches, `trainconsole ls` lists them.")

@@ -1,0 +1,191 @@
+"""One run as the console sees it, built from its events: status, latest metrics, histories, notes.
+
+Pure: no Textual, no I/O. The tailer thread applies events here; `console.state` turns runs into rows.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.history import Series
+
+Event = dict[str, Any]
+
+#: Events after which a run has ended, and the status each gives it.
+FINAL = {"finished": "finished", "failed": "failed", "stopped": "stopped", "killed": "killed"}
+
+
+@dataclass(frozen=True)
+class Note:
+    """One line of a run's log pane: a warning, a hint, a failure or a lifecycle milestone."""
+
+    t: float
+    level: str  # "info", "warning", "error"
+    text: str
+    hint: str = ""
+
+
+@dataclass
+class RunState:
+    """Everything the console shows about one run."""
+
+    id: str
+    name: str = ""
+    kind: str = "train"
+    strategy: str = ""
+    epochs: int | None = None
+    pid: int | None = None
+    pid_started: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    final: str | None = None
+    final_t: float = 0.0
+    alive: bool | None = None
+    problem: str = ""
+    world_size: int | None = None
+    devices: Any = None
+    params: int | None = None
+    trainable_params: int | None = None
+    step: int | None = None
+    epoch: int | None = None
+    loss: float | None = None
+    lr: float | None = None
+    samples_per_s: float | None = None
+    val_loss: float | None = None
+    val_acc: float | None = None
+    best_val_acc: float | None = None
+    mem: dict[str, Any] | None = None
+    t_first: float | None = None
+    t_last: float | None = None
+    events: int = 0
+    train_loss: Series = field(default_factory=Series)
+    val_losses: Series = field(default_factory=Series)
+    val_accs: Series = field(default_factory=Series)
+    notes: deque[Note] = field(default_factory=lambda: deque(maxlen=200))
+    failure: dict[str, Any] | None = None
+
+    @property
+    def status(self) -> str:
+        """running, finished, failed, stopped, killed or lost, as `trainconsole ls` says it."""
+        relaunched = self.started_at is not None and self.started_at > self.final_t
+        if self.final is not None and not (relaunched and self.alive):
+            return self.final
+        return "lost" if self.alive is False else "running"
+
+    def set_info(self, info: dict[str, Any], epochs: int | None = None) -> None:
+        """Take the fields of run.json (and the configured epochs)."""
+        self.name = info.get("name") or self.name
+        self.kind = info.get("kind") or self.kind
+        self.strategy = info.get("strategy") or self.strategy
+        self.pid = info.get("pid", self.pid)
+        self.pid_started = info.get("pid_started", self.pid_started)
+        self.started_at = info.get("started_at", self.started_at)
+        self.ended_at = info.get("ended_at", self.ended_at)
+        self.epochs = epochs if epochs is not None else self.epochs
+
+    def apply(self, event: Event) -> None:
+        """Update from one event; unknown kinds are ignored."""
+        t = event.get("t")
+        if isinstance(t, (int, float)):
+            self.t_first = t if self.t_first is None else self.t_first
+            self.t_last = t
+        self.events += 1
+        handler = _HANDLERS.get(event.get("type", ""))
+        if handler is not None:
+            handler(self, event, float(t) if isinstance(t, (int, float)) else 0.0)
+
+    def elapsed(self, now: float) -> float | None:
+        """Seconds from start to end (or to `now` while it runs)."""
+        start = self.started_at or self.t_first
+        if start is None:
+            return None
+        end = now if self.status == "running" else (self.final_t or self.ended_at or self.t_last or now)
+        return max(0.0, end - start)
+
+
+def _started(run: RunState, e: Event, t: float) -> None:
+    run.final, run.failure = None, None
+    run.strategy = e.get("strategy") or run.strategy
+    for key in ("world_size", "devices", "params", "trainable_params"):
+        setattr(run, key, e.get(key, getattr(run, key)))
+    resumed = e.get("resumed_from_step")
+    text = f"started: {run.strategy or '?'} on {_devices(e.get('devices'))}"
+    if run.params is not None:
+        frozen = run.params - (run.trainable_params or run.params)
+        text += f", {run.params:,} params" + (f" ({frozen:,} frozen)" if frozen else "")
+    if resumed:
+        text = f"resumed from step {resumed}; " + text
+    run.notes.append(Note(t, "info", text))
+
+
+def _devices(devices: Any) -> str:
+    if isinstance(devices, list):
+        return ", ".join(map(str, devices)) or "?"
+    return str(devices) if devices is not None else "?"
+
+
+def _step(run: RunState, e: Event, t: float) -> None:
+    for key in ("step", "epoch", "loss", "lr", "samples_per_s"):
+        if e.get(key) is not None:
+            setattr(run, key, e[key])
+    if isinstance(e.get("mem"), dict):
+        run.mem = e["mem"]
+    if _is_num(e.get("step")) and _is_num(e.get("loss")):
+        run.train_loss.append(e["step"], e["loss"])
+
+
+def _eval(run: RunState, e: Event, t: float) -> None:
+    run.epoch = e.get("epoch", run.epoch)
+    x = e.get("step", run.step if run.step is not None else e.get("epoch"))
+    for key, series in (("val_loss", run.val_losses), ("val_acc", run.val_accs)):
+        value = e.get(key)
+        if _is_num(value):
+            setattr(run, key, value)
+            if _is_num(x):
+                series.append(x, value)
+    if _is_num(e.get("val_acc")) and (run.best_val_acc is None or e["val_acc"] > run.best_val_acc):
+        run.best_val_acc = e["val_acc"]
+
+
+def _warning(run: RunState, e: Event, t: float) -> None:
+    code = f"[{e['code']}] " if e.get("code") else ""
+    run.notes.append(Note(t, "warning", code + str(e.get("message", "")), str(e.get("hint") or "")))
+
+
+def _oom(run: RunState, e: Event, t: float) -> None:
+    detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("v", "t", "run", "type"))
+    text = f"out of memory, recovered ({detail})" if detail else "out of memory, recovered"
+    run.notes.append(Note(t, "warning", text))
+
+
+def _checkpoint(run: RunState, e: Event, t: float) -> None:
+    if e.get("is_best"):
+        run.notes.append(Note(t, "info", f"best checkpoint at epoch {e.get('epoch')}: {e.get('path', '')}"))
+
+
+def _final(run: RunState, e: Event, t: float) -> None:
+    kind = e["type"]
+    run.final, run.final_t = FINAL[kind], t
+    if kind == "failed":
+        run.failure = e
+        cause = e.get("cause") or "unknown cause"
+        run.notes.append(Note(t, "error", f"failed: {cause}", str(e.get("hint") or "")))
+    elif kind == "finished":
+        best = e.get("best_val_acc", run.best_val_acc)
+        run.best_val_acc = best if _is_num(best) else run.best_val_acc
+        text = "finished" + (f": best val acc {best:.4f}" if _is_num(best) else "")
+        run.notes.append(Note(t, "info", text))
+    else:
+        run.notes.append(Note(t, "warning" if kind == "killed" else "info", kind))
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+_HANDLERS = {
+    "started": _started, "step": _step, "eval": _eval, "warning": _warning, "oom_recovered": _oom,
+    "checkpoint": _checkpoint, "finished": _final, "failed": _final, "stopped": _final, "killed": _final,
+}

@@ -1,0 +1,1 @@
+"""The console's screens: the main dashboard and its dialogs."""

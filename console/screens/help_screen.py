@@ -1,0 +1,36 @@
+"""`?`: every key the console answers to."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+class HelpScreen(ModalScreen[None]):
+    """A table of keys and what they do; any of escape, ? or q closes it."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "close", show=False)]
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.keys = keys
+
+    def compose(self) -> ComposeResult:
+        """The key table, with a line on what quitting does."""
+        table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+        table.add_column(style="bold cyan", no_wrap=True)
+        table.add_column()
+        for key, description in self.keys:
+            table.add_row(key, description)
+        with VerticalScroll(id="help"):
+            yield Static(table)
+            yield Static("\nRuns are separate processes: quitting or losing the terminal never stops them.\n"
+                         "Press escape to close.", classes="dim")
+
+    def on_mount(self) -> None:
+        """Title the dialog."""
+        self.query_one("#help").border_title = "keys"

@@ -1,0 +1,101 @@
+"""The dashboard: setup, runs, plot, devices and log panes; side by side when wide, tabs when narrow."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Tab, Tabs
+
+from console.services.gpu import Devices
+from console.state import View
+from console.widgets.gpu_bars import GpuBars
+from console.widgets.loss_plot import LossPlot
+from console.widgets.run_form import RunForm
+from console.widgets.run_log import RunLog
+from console.widgets.runs_table import RunsTable
+from trainers.protocol import Config
+
+PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
+#: Below this many columns or rows, one pane at a time (tabs).
+WIDE = (100, 30)
+
+
+class MainScreen(Screen[None]):
+    """Lays the panes out for the terminal's size and puts each frame's `View` into them."""
+
+    def __init__(self, config: Config, source: str) -> None:
+        super().__init__()
+        self.config, self.source = config, source
+        self.pane = "runs"
+
+    def compose(self) -> ComposeResult:
+        """The pane bar (narrow only), the panes, and the footer."""
+        yield Tabs(*(Tab(label, id=f"tab-{name}") for name, label in PANES.items()), id="panebar")
+        with Horizontal(id="main"):
+            yield RunForm(self.config, self.source, id="setup", classes="pane")
+            with Vertical(id="watch"):
+                yield RunsTable(id="runs", classes="pane")
+                with Horizontal(id="middle"):
+                    yield LossPlot(id="plot", classes="pane")
+                    with VerticalScroll(id="devices", classes="pane"):
+                        yield GpuBars(id="bars")
+                yield RunLog(id="log", classes="pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Title the panes and start on the runs pane."""
+        titles = {"setup": "setup: new run", "runs": "runs", "devices": "devices", "log": "log"}
+        for name, title in titles.items():
+            self.query_one(f"#{name}").border_title = title
+        self.show_pane("runs")
+
+    @property
+    def narrow(self) -> bool:
+        """Whether panes are shown one at a time."""
+        return self.has_class("-narrow")
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Switch between side-by-side panes and tabs."""
+        narrow = event.size.width < WIDE[0] or event.size.height < WIDE[1]
+        self.set_class(narrow, "-narrow")
+
+    def show_pane(self, name: str) -> None:
+        """Bring a pane forward (narrow) and focus it where it takes focus."""
+        self.pane = name
+        for pane in PANES:
+            self.set_class(pane == name, f"-pane-{pane}")
+        self.query_one(Tabs).active = f"tab-{name}"
+        if name == "runs":
+            self.query_one(RunsTable).focus()
+        elif name == "setup":
+            self.query_one(RunForm).query(Input).first().focus()
+        elif self.narrow:
+            self.set_focus(None)
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        """A click on the pane bar."""
+        name = (event.tab.id or "").removeprefix("tab-")
+        if name in PANES and name != self.pane:
+            self.show_pane(name)
+
+    def show_view(self, view: View) -> None:
+        """Put one frame's data into the panes; parts that did not change are left alone."""
+        self.query_one(RunsTable).update_rows(view.rows)
+        if view.plot is not None:
+            empty = "no runs yet: press l to launch the demo" if not view.rows else "no data yet"
+            self.query_one(LossPlot).show(view.plot, view.plot_title, empty)
+        if view.log is not None:
+            self.query_one(RunLog).show(*view.log)
+        if view.mem is not None:
+            self.query_one(GpuBars).show_run(*view.mem)
+
+    def show_devices(self, devices: Devices, labels: dict[str, str]) -> None:
+        """Draw a new device sample."""
+        self.query_one(GpuBars).show(devices, labels)
+
+    @property
+    def plot_width(self) -> int:
+        """Columns the plot has to draw in."""
+        return self.query_one(LossPlot).size.width

@@ -1,0 +1,169 @@
+"""Device memory, sampled for the devices pane: NVML per GPU, or host memory where there is no GPU.
+
+Samplers know nothing of the UI: `sample(families)` takes each run's process ids and returns a plain,
+frozen `Devices` snapshot. The app calls it from a thread worker at <= 2 Hz, never on the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import psutil
+
+from . import processes
+
+NO_GPU = "no NVIDIA GPU found: showing host memory and each run's RSS"
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU: memory used and total (bytes), utilisation (%), and the share of each run."""
+
+    index: int
+    name: str
+    used: int
+    total: int
+    util: int | None
+    by_run: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Host:
+    """Host memory (bytes) and each run's resident set size."""
+
+    used: int
+    total: int
+    by_run: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class Devices:
+    """One sample of every device: GPUs, or the host with a one-line note saying why."""
+
+    gpus: tuple[Gpu, ...] = ()
+    host: Host | None = None
+    note: str = ""
+
+
+class Sampler(Protocol):
+    """Anything that turns run process families into a `Devices` snapshot."""
+
+    def sample(self, families: Mapping[str, set[int]]) -> Devices: ...
+
+
+def families(leaders: Mapping[str, tuple[int | None, float | None]]) -> dict[str, set[int]]:
+    """Each live run's pids: its launcher (pid and start time must match) and all its descendants."""
+    found = {rid: p for rid, (pid, started) in leaders.items() if (p := processes.find(pid, started))}
+    if not found:
+        return {}
+    children: dict[int, list[int]] = {}
+    for proc in psutil.process_iter(["ppid"]):
+        children.setdefault(proc.info["ppid"] or 0, []).append(proc.pid)
+    result = {}
+    for run_id, proc in found.items():
+        pids, todo = {proc.pid}, [proc.pid]
+        while todo:
+            kids = children.get(todo.pop(), ())
+            todo += [k for k in kids if k not in pids]
+            pids.update(kids)
+        result[run_id] = pids
+    return result
+
+
+def host_snapshot(fams: Mapping[str, set[int]], note: str = NO_GPU) -> Devices:
+    """Host memory and the summed RSS of each run's processes."""
+    vm = psutil.virtual_memory()
+    by_run = tuple((rid, sum(_rss(pid) for pid in pids)) for rid, pids in sorted(fams.items()))
+    return Devices(host=Host(vm.total - vm.available, vm.total, by_run), note=note)
+
+
+def _rss(pid: int) -> int:
+    try:
+        return psutil.Process(pid).memory_info().rss
+    except psutil.Error:
+        return 0
+
+
+class NvmlSampler:
+    """GPUs through NVML (nvidia-ml-py); falls back to host memory when NVML is not there."""
+
+    def __init__(self) -> None:
+        self._nvml: Any = None
+        self.note = ""
+
+    def sample(self, families: Mapping[str, set[int]]) -> Devices:
+        """One snapshot; initialises NVML on first use."""
+        if self._nvml is None:
+            self._nvml = self._init()
+        if self._nvml is False:
+            return host_snapshot(families, self.note)
+        try:
+            count = self._nvml.nvmlDeviceGetCount()
+            owner = {pid: rid for rid, pids in families.items() for pid in pids}
+            return Devices(gpus=tuple(self._gpu(i, owner) for i in range(count)))
+        except self._nvml.NVMLError as e:
+            return host_snapshot(families, f"NVML failed ({e}): showing host memory")
+
+    def _init(self) -> Any:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            return pynvml
+        except ImportError:
+            self.note = NO_GPU + " (nvidia-ml-py is not installed)"
+        except Exception as e:  # pynvml.NVMLError_LibraryNotFound, driver errors
+            lib_missing = type(e).__name__ in ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded")
+            self.note = NO_GPU if lib_missing else f"NVML unavailable ({e}): showing host memory"
+        return False
+
+    def _gpu(self, index: int, owner: Mapping[int, str]) -> Gpu:
+        nv = self._nvml
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+        name = nv.nvmlDeviceGetName(handle)
+        mem = nv.nvmlDeviceGetMemoryInfo(handle)
+        try:
+            util = nv.nvmlDeviceGetUtilizationRates(handle).gpu
+        except nv.NVMLError:
+            util = None
+        by_run: dict[str, int] = {}
+        for proc in _gpu_processes(nv, handle):
+            run_id = owner.get(proc.pid)
+            if run_id is not None:
+                by_run[run_id] = by_run.get(run_id, 0) + (proc.usedGpuMemory or 0)
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        return Gpu(index, name, int(mem.used), int(mem.total), util, tuple(sorted(by_run.items())))
+
+
+def _gpu_processes(nv: Any, handle: Any) -> Iterable[Any]:
+    procs: list[Any] = []
+    for query in (nv.nvmlDeviceGetComputeRunningProcesses, nv.nvmlDeviceGetGraphicsRunningProcesses):
+        try:
+            procs += query(handle)
+        except nv.NVMLError:
+            continue
+    return procs
+
+
+class SimulatedGpus:
+    """A deterministic sampler for tests and screenshots: `count` GPUs, or the host (count=0)."""
+
+    def __init__(self, count: int = 2, total: int = 80 * GIB, runs: Iterable[str] | None = None) -> None:
+        self.count, self.total = count, total
+        self.runs = None if runs is None else tuple(runs)
+
+    def sample(self, families: Mapping[str, set[int]]) -> Devices:
+        """The same snapshot every time for the same runs."""
+        runs = sorted(families) if self.runs is None else self.runs
+        if self.count == 0:
+            by_run = tuple((rid, (k + 1) * 512 << 20) for k, rid in enumerate(runs))
+            return Devices(host=Host(6 * GIB, 16 * GIB, by_run), note=NO_GPU)
+        gpus = []
+        for i in range(self.count):
+            by_run = tuple((rid, (k + 1 + i) * 3 * GIB) for k, rid in enumerate(runs))
+            used = sum(n for _, n in by_run) + GIB
+            gpus.append(Gpu(i, "Simulated H100", used, self.total, 35 + 20 * i, by_run))
+        return Devices(gpus=tuple(gpus))

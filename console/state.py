@@ -1,0 +1,173 @@
+"""The console's pure core: the board of runs, their table rows, ranking and plot lines.
+
+No Textual and no I/O here, so all of it is unit-tested directly. The tailer thread applies events to a
+`Board` under its lock; the app reads rows and plot lines from it at a few frames per second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any as Object
+
+from console.run_state import Event, Note, RunState
+
+__all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "duration", "human_bytes", "plot_lines",
+           "rank", "row"]
+
+#: The runs table's columns: key and header.
+COLUMNS = (
+    ("mark", " "), ("run", "run"), ("status", "status"), ("strategy", "strategy"), ("epoch", "epoch"),
+    ("loss", "loss"), ("acc", "acc"), ("rate", "smp/s"), ("elapsed", "elapsed"),
+)
+RANKINGS = ("newest", "best")
+SHORT_STRATEGY = {"model_parallel": "mp"}
+
+
+class Board:
+    """Every run the console knows, and which of them changed since the screen last looked."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RunState] = {}
+        self._dirty: set[str] = set()
+
+    def get(self, run_id: str) -> RunState:
+        """The run with this id, created empty on first sight."""
+        run = self.runs.get(run_id)
+        if run is None:
+            run = self.runs[run_id] = RunState(run_id)
+            self._dirty.add(run_id)
+        return run
+
+    def apply(self, run_id: str, events: Iterable[Event]) -> int:
+        """Apply a batch of one run's events; return how many there were."""
+        run, n = self.get(run_id), 0
+        for event in events:
+            run.apply(event)
+            n += 1
+        if n:
+            self._dirty.add(run_id)
+        return n
+
+    def mark(self, run_id: str) -> None:
+        """Note that a run changed other than by events (its run.json, liveness or a problem)."""
+        self._dirty.add(run_id)
+
+    def forget(self, run_id: str) -> None:
+        """Drop a run whose directory is gone."""
+        if self.runs.pop(run_id, None) is not None:
+            self._dirty.add(run_id)
+
+    def take_dirty(self) -> set[str]:
+        """The ids changed since the last call (then forgets them)."""
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+
+def rank(runs: Iterable[RunState], by: str = "newest") -> list[RunState]:
+    """Runs in table order: newest first, or best validation accuracy first (runs without one last)."""
+    if by == "best":
+        return sorted(runs, key=lambda r: (r.best_val_acc is None, -(r.best_val_acc or 0.0), r.id))
+    return sorted(runs, key=lambda r: (r.started_at or r.t_first or 0.0, r.id), reverse=True)
+
+
+def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
+    """One run's cells, in COLUMNS order."""
+    strategy = SHORT_STRATEGY.get(run.strategy, run.strategy) or "-"
+    strategy = "tune" if run.kind == "tune" else strategy
+    if run.world_size and run.world_size > 1:
+        strategy += f"×{run.world_size}"
+    epoch = "-" if run.epoch is None else f"{run.epoch}" + (f"/{run.epochs}" if run.epochs else "")
+    elapsed = run.elapsed(now)
+    return (
+        "●" if marked else ("!" if run.problem else " "), label(run), run.status, strategy, epoch,
+        _num(run.loss, ".4g"), _num(run.val_acc, ".3f"), _num(run.samples_per_s, ",.0f"),
+        "-" if elapsed is None else duration(elapsed),
+    )
+
+
+def label(run: RunState) -> str:
+    """A short name for a run: its name and the random end of its id."""
+    suffix = run.id.rsplit("-", 1)[-1]
+    return f"{run.name}·{suffix}" if run.name and suffix != run.id else run.id
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def duration(seconds: float) -> str:
+    """42s, 3m05s, 1h02m."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def human_bytes(n: float) -> str:
+    """Bytes in GiB/MiB/KiB, three significant figures."""
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{int(n)}B"
+
+
+@dataclass(frozen=True)
+class PlotLine:
+    """One line of the plot: a run's train loss, val loss or val accuracy, already decimated."""
+
+    run_id: str
+    label: str
+    kind: str  # "train", "val_loss" or "val_acc"
+    xs: list[float]
+    ys: list[float]
+
+
+def plot_lines(runs: Iterable[RunState], buckets: int) -> list[PlotLine]:
+    """Each run's train loss per step (decimated to `buckets` min/max pairs), val loss and val acc."""
+    lines = []
+    for run in runs:
+        name = label(run)
+        for kind, series in (("train", run.train_loss), ("val_loss", run.val_losses),
+                             ("val_acc", run.val_accs)):
+            if len(series):
+                xs, ys = series.decimate(buckets)
+                lines.append(PlotLine(run.id, name, kind, xs, ys))
+    return lines
+
+
+@dataclass
+class View:
+    """What the screen needs for one frame, copied out of the board under the tailer's lock."""
+
+    rows: list[tuple[str, tuple[str, ...]]]
+    labels: dict[str, str]
+    selected: str | None
+    plot: list[PlotLine] | None = None  # None: unchanged since the last frame
+    plot_title: str = ""
+    log: tuple[str, list[Note], dict[str, Object] | None, float | None] | None = None
+    mem: tuple[str, dict[str, Object] | None] | None = None
+
+
+def build_view(board: Board, now: float, selected: str | None, marked: Iterable[str], ranking: str,
+               changed: set[str], buckets: int) -> View:
+    """Rows for every run; plot, log and memory of the selected (and marked) runs if they changed."""
+    marked = [m for m in marked if m in board.runs and m != selected]
+    ordered = rank(board.runs.values(), ranking)
+    rows = [(r.id, row(r, now, r.id in marked)) for r in ordered]
+    if selected not in board.runs:
+        selected = ordered[0].id if ordered else None
+    view = View(rows, {r.id: label(r) for r in ordered}, selected)
+    shown = [selected, *marked] if selected else marked
+    if changed.intersection(shown) or "*" in changed:
+        runs = [board.runs[i] for i in shown]
+        view.plot = plot_lines(runs, buckets)
+        extra = f" +{len(marked)} more" if marked else ""
+        view.plot_title = f"loss: {label(runs[0])}{extra}" if runs else "loss"
+    if selected and (selected in changed or "*" in changed):
+        run = board.runs[selected]
+        view.log = (f"log: {label(run)} ({run.status})", list(run.notes), run.failure, run.t_first)
+        view.mem = (label(run), run.mem)
+    return view

@@ -1,0 +1,105 @@
+"""The devices pane: a memory bar per GPU split by run (or the host's, by RSS), and the selected run's
+torch allocator figures."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rich.text import Text
+from textual.widget import Widget
+
+from console.services.gpu import Devices
+from console.state import human_bytes
+
+GLYPHS = ("█", "▓", "▒", "▚", "▞", "▙")
+COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
+
+
+class GpuBars(Widget):
+    """Renders a `Devices` snapshot; knows nothing of NVML or processes."""
+
+    DEFAULT_CSS = "GpuBars { height: auto; }"
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.devices: Devices | None = None
+        self.labels: dict[str, str] = {}
+        self.selected: tuple[str, dict[str, Any] | None] | None = None
+
+    def show(self, devices: Devices | None, labels: dict[str, str]) -> None:
+        """Draw a new snapshot; `labels` names each run id."""
+        if devices != self.devices or labels != self.labels:
+            self.devices, self.labels = devices, labels
+            self.refresh(layout=True)
+
+    def show_run(self, label: str | None, mem: dict[str, Any] | None) -> None:
+        """Show the selected run's torch memory (from its latest `step` event), or nothing."""
+        selected = None if label is None else (label, mem)
+        if selected != self.selected:
+            self.selected = selected
+            self.refresh(layout=True)
+
+    def render(self) -> Text:
+        """The bars, their legend and the selected run's memory."""
+        width, d, text = max(24, self.size.width - 1), self.devices, Text()
+        if d is None:
+            text.append("sampling devices…\n", style="dim")
+        else:
+            if d.note:
+                text.append(d.note + "\n", style="yellow")
+            for gpu in d.gpus:
+                util = "" if gpu.util is None else f" util {gpu.util}%"
+                text.append(f"GPU{gpu.index}{util}  {gpu.name}\n", style="bold")
+                self._bar(text, f"{gpu.index}", gpu.used, gpu.total, gpu.by_run, width)
+            if d.host is not None:
+                self._bar(text, "host", d.host.used, d.host.total, d.host.by_run, width)
+        self._selected(text, width)
+        text.rstrip()
+        lines = text.split("\n")
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+        return Text("\n").join(lines)
+
+    def _bar(self, text: Text, name: str, used: int, total: int, by_run: tuple[tuple[str, int], ...],
+             width: int) -> None:
+        suffix = f" {human_bytes(used)}/{human_bytes(total)}"
+        cells = max(4, width - len(name) - len(suffix) - 3)
+        text.append(f"{name} ▕")
+        drawn = 0
+        for k, (_, nbytes) in enumerate(by_run):
+            n = min(cells - drawn, math.ceil(nbytes / max(total, 1) * cells))
+            text.append(GLYPHS[k % len(GLYPHS)] * n, style=COLORS[k % len(COLORS)])
+            drawn += n
+        other = min(cells - drawn, max(0, round(used / max(total, 1) * cells) - drawn))
+        text.append("░" * other, style="dim")
+        text.append(" " * (cells - drawn - other) + "▏" + suffix + "\n")
+        for k, (run_id, nbytes) in enumerate(by_run):
+            glyph, color = GLYPHS[k % len(GLYPHS)], COLORS[k % len(COLORS)]
+            text.append(f"  {glyph} ", style=color)
+            amount = f" {human_bytes(nbytes)}"
+            text.append(_middle(self.labels.get(run_id, run_id), width - 4 - len(amount)) + amount + "\n")
+
+    def _selected(self, text: Text, width: int) -> None:
+        if self.selected is None:
+            return
+        label, mem = self.selected
+        text.append("\nselected: " + _middle(label, width - 10) + "\n", style="bold")
+        devices = (mem or {}).get("devices") or []
+        for dev in devices:
+            figures = "  ".join(f"{k} {human_bytes(dev.get(k) or 0)}" for k in ("allocated", "reserved"))
+            figures += f"  peak {human_bytes(dev.get('peak') or 0)}"
+            text.append(f"  torch {dev.get('device', '?')}  {figures}\n")
+        if not devices:
+            text.append("  torch: no accelerator memory reported\n", style="dim")
+        if (mem or {}).get("rss"):
+            text.append(f"  host rss {human_bytes(mem['rss'])}\n")
+
+
+def _middle(text: str, width: int) -> str:
+    """Shorten from the middle so a run's name and the end of its id both show."""
+    if len(text) <= width:
+        return text
+    width = max(width, 3)
+    head = (width - 1) - (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

@@ -1,0 +1,65 @@
+"""The plot pane: train loss per step, val loss and val accuracy (right axis) of one run or several."""
+
+from __future__ import annotations
+
+from textual_plotext import PlotextPlot
+
+from console.state import PlotLine
+
+#: Plot colours, one per run in the order they are given (the selected run first).
+PALETTE = ("cyan", "magenta", "yellow", "green", "blue", "red")
+LEGEND = "⣿ train loss ◆ val loss ○ val acc →"
+
+
+class LossPlot(PlotextPlot):
+    """Draws lines that arrive already decimated; redraws only when `show` is given new ones."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.lines: list[PlotLine] = []
+        self.message = "no run selected: move the cursor in the runs pane"
+
+    def on_mount(self) -> None:
+        """Set the frame's titles and draw the empty state."""
+        super().on_mount()
+        self.border_title = "loss"
+        self.replot()
+
+    def show(self, lines: list[PlotLine], title: str, message: str = "") -> None:
+        """Replace what is drawn: `lines` (run order = colour order), a title, and a note if empty."""
+        self.lines, self.message = lines, message
+        self.border_title = title
+        self.border_subtitle = LEGEND if lines else ""
+        self.replot()
+
+    def replot(self) -> None:
+        """Clear the figure and draw the current lines."""
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        if not self.lines:
+            plt.title(self.message)
+            self.refresh()
+            return
+        colors: dict[str, str] = {}
+        for line in self.lines:
+            color = colors.setdefault(line.run_id, PALETTE[len(colors) % len(PALETTE)])
+            xs = [int(x) if x.is_integer() else x for x in line.xs]
+            if line.kind == "train":
+                plt.plot(xs, line.ys, marker="braille", color=color)
+            elif line.kind == "val_loss":
+                plt.scatter(xs, line.ys, marker="◆", color=color)
+            else:
+                plt.scatter(xs, line.ys, marker="○", color=color, yside="right")
+        plt.xlabel("step")
+        _integer_ticks(plt, [x for line in self.lines for x in line.xs[:1] + line.xs[-1:]])
+        self.refresh()
+
+
+def _integer_ticks(plt: object, ends: list[float]) -> None:
+    """Steps are whole numbers: label the x axis with five of them rather than 288.8."""
+    low, high = min(ends), max(ends)
+    if high - low < 4:
+        return
+    ticks = sorted({round(low + (high - low) * k / 4) for k in range(5)})
+    plt.xticks(ticks, [str(t) for t in ticks])  # type: ignore[attr-defined]

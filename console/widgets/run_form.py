@@ -1,0 +1,127 @@
+"""The setup pane: the run config's main fields, checked as you type with the CLI's own validation."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label, Static
+
+from trainers.protocol import Config, ConfigError, apply_override, validate
+
+#: (section, key, label, placeholder, choices for completion)
+FIELDS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    ("model", "name", "model", "small_cnn, resnet18, pkg.module:factory", ("small_cnn", "resnet18")),
+    ("data", "name", "dataset", "digits synthetic imagefolder mnist cifar10",
+     ("digits", "synthetic", "imagefolder", "mnist", "cifar10")),
+    ("strategy", "name", "strategy", "single dp ddp model_parallel",
+     ("single", "dp", "ddp", "model_parallel")),
+    ("strategy", "devices", "devices", "auto, a count, or [0, 1]", ("auto",)),
+    ("train", "batch_size", "batch size", "samples per step", ()),
+    ("train", "lr", "lr", "learning rate", ()),
+    ("train", "epochs", "epochs", "passes over the data", ()),
+    ("train", "optimizer", "optimizer", "sgd adam adamw", ("sgd", "adam", "adamw")),
+    ("train", "precision", "precision", "fp32 bf16 fp16", ("fp32", "bf16", "fp16")),
+)
+
+
+def field_id(section: str, key: str) -> str:
+    """The DOM id of a field's input."""
+    return f"{section}-{key}"
+
+
+class RunForm(VerticalScroll):
+    """A form over a config: edits the fields above, keeps every other key of the loaded config."""
+
+    @dataclass
+    class Submitted(Message):
+        """Enter was pressed in a field and the whole config is valid."""
+
+        config: Config
+
+    def __init__(self, config: Config, source: str, *, id: str | None = None, classes: str | None = None):
+        super().__init__(id=id, classes=classes)
+        self.base, self.source = copy.deepcopy(config), source
+
+    def compose(self) -> ComposeResult:
+        """A labelled input and an error line per field."""
+        yield Static(f"from {self.source}", id="form-source")
+        for section, key, label, hint, choices in FIELDS:
+            fid = field_id(section, key)
+            with Horizontal(classes="field"):
+                yield Label(label, classes="field-label")
+                suggester = SuggestFromList(choices, case_sensitive=False) if choices else None
+                yield Input(_text(self.base[section][key]), placeholder=hint, id=fid, compact=True,
+                            suggester=suggester)
+            yield Label("", id=f"{fid}-error", classes="field-error")
+        yield Label("", id="form-error", classes="field-error")
+        keys = "[b]enter[/b] launch   [b]esc[/b] leave the form, then [b]o[/b] load / [b]w[/b] save TOML"
+        yield Static(keys, id="form-keys")
+
+    def load(self, config: Config, source: str) -> None:
+        """Fill the form from a (validated) config."""
+        self.base, self.source = copy.deepcopy(config), source
+        self.query_one("#form-source", Static).update(f"from {source}")
+        for section, key, *_ in FIELDS:
+            self.query_one(f"#{field_id(section, key)}", Input).value = _text(config[section][key])
+        self.check()
+
+    def raw(self) -> dict[str, Any]:
+        """The loaded config with the form's fields applied (not yet validated)."""
+        raw = copy.deepcopy(self.base)
+        for section, key, *_ in FIELDS:
+            text = self.query_one(f"#{field_id(section, key)}", Input).value
+            apply_override(raw, f"{section}.{key}={text}")
+        return raw
+
+    def check(self) -> Config | None:
+        """Validate; show each problem next to its field. Returns the config if it is valid."""
+        raw, errors = self.raw(), {}
+        for section, key, *_ in FIELDS:
+            try:
+                validate({section: {key: raw[section][key]}})
+            except ConfigError as e:
+                errors[e.field] = str(e).removeprefix(f"{e.field}: ")
+        config, whole = None, ""
+        if not errors:
+            try:
+                config = validate(raw)
+            except ConfigError as e:
+                errors[e.field] = whole = str(e)
+        for section, key, *_ in FIELDS:
+            fid = field_id(section, key)
+            message = errors.get(f"{section}.{key}", "")
+            self.query_one(f"#{fid}-error", Label).update(message)
+            self.query_one(f"#{fid}-error", Label).display = bool(message)
+            self.query_one(f"#{fid}", Input).set_class(bool(message), "-invalid")
+        shown = whole and whole.split(":")[0] not in {f"{s}.{k}" for s, k, *_ in FIELDS}
+        self.query_one("#form-error", Label).update(whole if shown else "")
+        self.query_one("#form-error", Label).display = bool(shown)
+        return config
+
+    def first_error(self) -> Input | None:
+        """The first field with a problem, to focus it."""
+        return next(iter(self.query("Input.-invalid").results(Input)), None)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Re-check on every edit."""
+        event.stop()
+        self.check()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in any field submits the form if the config is valid."""
+        event.stop()
+        config = self.check()
+        if config is not None:
+            self.post_message(self.Submitted(config))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)

@@ -1,0 +1,63 @@
+"""The log pane: the selected run's failure (first, and loud), warnings with their hints, milestones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.panel import Panel
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from console.state import Note, duration
+
+LEVEL_STYLES = {"info": ("·", "dim"), "warning": ("⚠", "yellow"), "error": ("✖", "bold red")}
+TRACEBACK_LINES = 6
+
+
+class RunLog(Vertical):
+    """Shows one run's notes (the newest last, scrolled into view) under its failure, if it failed."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._key: tuple[Any, ...] | None = None
+
+    def compose(self) -> ComposeResult:
+        """The failure panel (hidden unless the run failed) above the scrolling notes."""
+        yield Static(id="log-failure")
+        with VerticalScroll(id="log-scroll"):
+            yield Static("no run selected", id="log-text")
+
+    def show(self, title: str, notes: list[Note], failure: dict[str, Any] | None, t0: float | None) -> None:
+        """Show a run's notes (times relative to its first event `t0`) and its failure, if it failed."""
+        key = (title, len(notes), notes[-1] if notes else None, failure is not None)
+        if key == self._key:
+            return
+        self._key = key
+        self.border_title = title
+        self.set_class(failure is not None, "-failed")
+        self.query_one("#log-failure", Static).update(_failure_panel(failure) if failure else "")
+        body = Text()
+        for note in notes:
+            mark, style = LEVEL_STYLES.get(note.level, ("·", ""))
+            stamp = "" if t0 is None else "+" + duration(max(0.0, note.t - t0))
+            body.append(f"{stamp:>7} {mark} ", style=style)
+            body.append(note.text + "\n", style=style if note.level == "error" else "")
+            if note.hint:
+                body.append(f"          hint: {note.hint}\n", style="italic")
+        if not notes:
+            body.append("no warnings", style="dim")
+        body.rstrip()
+        self.query_one("#log-text", Static).update(body)
+        self.query_one("#log-scroll", VerticalScroll).scroll_end(animate=False)
+
+
+def _failure_panel(failure: dict[str, Any]) -> Panel:
+    text = Text(str(failure.get("cause") or "unknown cause"), style="bold")
+    if failure.get("hint"):
+        text.append(f"\nhint: {failure['hint']}", style="italic")
+    trace = str(failure.get("traceback") or "").rstrip().splitlines()[-TRACEBACK_LINES:]
+    if trace:
+        text.append("\n" + "\n".join(trace), style="dim")
+    return Panel(text, title="FAILED", title_align="left", border_style="red")

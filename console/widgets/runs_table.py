@@ -1,0 +1,96 @@
+"""The runs pane: one row per run, updated cell by cell so that a slow link only carries what changed."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist
+
+from console.state import COLUMNS
+
+#: Fixed widths of every column but "run", which takes the rest of the width.
+WIDTHS = {"mark": 1, "status": 8, "strategy": 8, "epoch": 5, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
+STATUS_STYLES = {
+    "running": "bold green", "finished": "cyan", "failed": "bold red", "stopped": "yellow",
+    "killed": "magenta", "lost": "bold yellow",
+}
+
+Row = tuple[str, tuple[str, ...]]
+
+
+class RunsTable(DataTable[Text]):
+    """Every run with its status and latest metrics; the cursor row is the selected run."""
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
+        self._cells: dict[str, tuple[str, ...]] = {}
+        self._order: list[str] = []
+        for key, header in COLUMNS:
+            self.add_column(header, key=key, width=WIDTHS.get(key, 15))
+
+    @property
+    def selected_id(self) -> str | None:
+        """The id of the run under the cursor, or None when there are no runs."""
+        if not self._order or not 0 <= self.cursor_row < len(self._order):
+            return None
+        return self._order[self.cursor_row]
+
+    def update_rows(self, rows: list[Row]) -> None:
+        """Show these rows in this order; only cells that changed are redrawn."""
+        order = [run_id for run_id, _ in rows]
+        if order != self._order:
+            self._rebuild(rows)
+            return
+        for run_id, cells in rows:
+            old = self._cells.get(run_id)
+            for i, (key, _) in enumerate(COLUMNS):
+                if old is None or old[i] != cells[i]:
+                    self.update_cell(run_id, key, self._styled(key, cells[i]))
+            self._cells[run_id] = cells
+
+    def select(self, run_id: str) -> None:
+        """Move the cursor to a run's row."""
+        try:
+            self.move_cursor(row=self.get_row_index(run_id))
+        except RowDoesNotExist:
+            pass
+
+    def _rebuild(self, rows: list[Row]) -> None:
+        keep = self.selected_id
+        self.clear()
+        for run_id, cells in rows:
+            styled = (self._styled(key, c) for (key, _), c in zip(COLUMNS, cells, strict=True))
+            self.add_row(*styled, key=run_id)
+        self._cells = dict(rows)
+        self._order = [run_id for run_id, _ in rows]
+        if keep in self._cells:
+            self.select(keep)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Give the run column whatever width the fixed columns leave."""
+        fixed = sum(WIDTHS.values()) + 2 * self.cell_padding * len(COLUMNS) + 2
+        column = self.columns[ColumnKey("run")]
+        width = max(12, event.size.width - fixed)
+        if column.width != width:
+            column.width = width
+            self._require_update_dimensions = True
+            for run_id, cells in self._cells.items():
+                self.update_cell(run_id, "run", self._styled("run", cells[1]))
+
+    def _styled(self, key: str, value: str) -> Text:
+        if key == "status":
+            return Text(value, style=STATUS_STYLES.get(value, ""))
+        if key in ("loss", "acc", "rate", "elapsed", "epoch"):
+            return Text(value, justify="right")
+        if key == "run":
+            return Text(_middle(value, self.columns[ColumnKey("run")].width), no_wrap=True)
+        return Text(value, no_wrap=True)
+
+
+def _middle(text: str, width: int) -> str:
+    """Shorten from the middle, so both the name and the id's random end stay readable."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2 + (width - 1) % 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
