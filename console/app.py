@@ -61,6 +61,7 @@ class TrainConsole(App[None]):
                  clock: Callable[[], float] = time.time, config_path: Path | None = None) -> None:
         super().__init__()
         self.home = home or protocol.home()
+        (self.home / "runs").mkdir(mode=0o700, parents=True, exist_ok=True)
         self.sampler = sampler or gpu.NvmlSampler()
         self.clock = clock
         self.board = Board()
@@ -115,10 +116,13 @@ class TrainConsole(App[None]):
     def _schedule_frame(self) -> None:
         if self._frame_timer is None:
             wait = max(0.01, self._last_frame + FRAME_S - time.monotonic())
-            self._frame_timer = self.set_timer(wait, self._frame)
+            self._frame_timer = self.set_timer(wait, self.draw_frame)
 
-    def _frame(self) -> None:
+    def draw_frame(self) -> None:
+        """Put what changed since the last frame on screen (normally at most every FRAME_S)."""
         self._frame_timer, self._last_frame = None, time.monotonic()
+        if not self.screen_stack:  # closing down
+            return
         main = self.main
         with self.tailer.lock:
             changed = self.board.take_dirty() | self._force
@@ -164,6 +168,8 @@ class TrainConsole(App[None]):
             self._stopping.wait(DEVICES_S)
 
     def _show_devices(self, devices: gpu.Devices) -> None:
+        if not self.screen_stack:
+            return
         with self.tailer.lock:
             labels = {rid: label(r) for rid, r in self.board.runs.items()}
         self.main.show_devices(devices, labels)
@@ -310,7 +316,8 @@ class TrainConsole(App[None]):
 
     def action_help(self) -> None:
         """Every key and what it does."""
-        keys = [(b.key_display or b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
+        keys = [(b.key_display or b.key.replace(",", " "), b.description)
+                for b in self.BINDINGS if isinstance(b, Binding)]
         keys += [("↑ ↓ pgup pgdn", "Move the selection in the runs pane"),
                  ("enter", "In the runs pane: show the run's plot; in the form: launch")]
         self.push_screen(HelpScreen(keys))

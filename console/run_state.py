@@ -160,11 +160,6 @@ def _oom(run: RunState, e: Event, t: float) -> None:
     run.notes.append(Note(t, "warning", text))
 
 
-def _checkpoint(run: RunState, e: Event, t: float) -> None:
-    if e.get("is_best"):
-        run.notes.append(Note(t, "info", f"best checkpoint at epoch {e.get('epoch')}: {e.get('path', '')}"))
-
-
 def _final(run: RunState, e: Event, t: float) -> None:
     kind = e["type"]
     run.final, run.final_t = FINAL[kind], t
@@ -187,5 +182,5 @@ def _is_num(v: Any) -> bool:
 
 _HANDLERS = {
     "started": _started, "step": _step, "eval": _eval, "warning": _warning, "oom_recovered": _oom,
-    "checkpoint": _checkpoint, "finished": _final, "failed": _final, "stopped": _final, "killed": _final,
+    "finished": _final, "failed": _final, "stopped": _final, "killed": _final,
 }

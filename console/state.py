@@ -168,6 +168,10 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
         view.plot_title = f"loss: {label(runs[0])}{extra}" if runs else "loss"
     if selected and (selected in changed or "*" in changed):
         run = board.runs[selected]
-        view.log = (f"log: {label(run)} ({run.status})", list(run.notes), run.failure, run.t_first)
+        notes = list(run.notes)
+        if run.status == "lost":
+            notes.append(Note(run.t_last or now, "error", "lost: the process is gone without a final event",
+                              "see stderr.log in the run directory; r resumes from the last checkpoint"))
+        view.log = (f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
         view.mem = (label(run), run.mem)
     return view

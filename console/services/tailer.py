@@ -25,6 +25,7 @@ from trainers.protocol import EventReader, RunDir
 from . import runs
 
 CHUNK = 4 << 20  # bytes per run per poll, so one huge log cannot starve the others
+LAUNCH_GRACE_S = 10.0
 
 
 class RunsChanged(Message):
@@ -155,8 +156,9 @@ class Tailer:
         with self.lock:
             n = self.board.apply(t.run.id, events)
             if t.reader.bad_lines > t.bad_lines:
+                state = self.board.get(t.run.id)
                 text = f"skipped {t.reader.bad_lines} unreadable line(s) in events.jsonl"
-                self.board.get(t.run.id).notes.append(Note(time.time(), "warning", text))
+                state.notes.append(Note(state.t_last or time.time(), "warning", text))
                 t.bad_lines = t.reader.bad_lines
                 self.board.mark(t.run.id)
         return n > 0, behind
@@ -171,7 +173,8 @@ class Tailer:
                 check = info_changed or state.final is None or state.alive is not False
             if not check:
                 continue
-            launching = not t.info.get("pid") and t.info.get("status") == "running"
+            # launch() writes run.json just before it starts the process: give it a moment.
+            launching = not t.info.get("pid") and time.time() - t.info_mtime < LAUNCH_GRACE_S
             alive = None if launching else runs.leader(t.run, t.info) is not None
             if alive != state.alive:
                 with self.lock:
@@ -200,7 +203,7 @@ class Tailer:
             if run.problem == text:
                 return False
             run.problem = text
-            run.notes.append(Note(time.time(), "error", text))
+            run.notes.append(Note(run.t_last or time.time(), "error", text))
             self.board.mark(run_id)
         return True
 

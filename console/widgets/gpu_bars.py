@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from rich.console import Group
 from rich.text import Text
 from textual.widget import Widget
 
@@ -40,14 +41,11 @@ class GpuBars(Widget):
             self.selected = selected
             self.refresh(layout=True)
 
-    def render(self) -> Text:
-        """The bars, their legend and the selected run's memory."""
+    def render(self) -> Group:
+        """The note (wrapped), then the bars, their legend and the selected run's memory (cropped)."""
         width, d, text = max(24, self.size.width - 1), self.devices, Text()
-        if d is None:
-            text.append("sampling devices…\n", style="dim")
-        else:
-            if d.note:
-                text.append(d.note + "\n", style="yellow")
+        note = Text("sampling devices…" if d is None else d.note, style="dim" if d is None else "yellow")
+        if d is not None:
             for gpu in d.gpus:
                 util = "" if gpu.util is None else f" util {gpu.util}%"
                 text.append(f"GPU{gpu.index}{util}  {gpu.name}\n", style="bold")
@@ -59,7 +57,7 @@ class GpuBars(Widget):
         lines = text.split("\n")
         for line in lines:
             line.truncate(width, overflow="ellipsis")
-        return Text("\n").join(lines)
+        return Group(note, Text("\n").join(lines)) if note else Text("\n").join(lines)
 
     def _bar(self, text: Text, name: str, used: int, total: int, by_run: tuple[tuple[str, int], ...],
              width: int) -> None:
@@ -91,7 +89,7 @@ class GpuBars(Widget):
             figures += f"  peak {human_bytes(dev.get('peak') or 0)}"
             text.append(f"  torch {dev.get('device', '?')}  {figures}\n")
         if not devices:
-            text.append("  torch: no accelerator memory reported\n", style="dim")
+            text.append("  torch: CPU only\n", style="dim")
         if (mem or {}).get("rss"):
             text.append(f"  host rss {human_bytes(mem['rss'])}\n")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.panel import Panel
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -38,17 +39,19 @@ class RunLog(Vertical):
         self.border_title = title
         self.set_class(failure is not None, "-failed")
         self.query_one("#log-failure", Static).update(_failure_panel(failure) if failure else "")
-        body = Text()
+        body = Table.grid(padding=(0, 1))
+        body.add_column(justify="right", no_wrap=True)
+        body.add_column(width=1, no_wrap=True)
+        body.add_column(ratio=1)
         for note in notes:
             mark, style = LEVEL_STYLES.get(note.level, ("·", ""))
             stamp = "" if t0 is None else "+" + duration(max(0.0, note.t - t0))
-            body.append(f"{stamp:>7} {mark} ", style=style)
-            body.append(note.text + "\n", style=style if note.level == "error" else "")
+            body.add_row(Text(stamp, style=style), Text(mark, style=style),
+                         Text(note.text, style=style if note.level == "error" else ""))
             if note.hint:
-                body.append(f"          hint: {note.hint}\n", style="italic")
+                body.add_row("", "", Text(f"hint: {note.hint}", style="italic"))
         if not notes:
-            body.append("no warnings", style="dim")
-        body.rstrip()
+            body.add_row("", "", Text("no warnings", style="dim"))
         self.query_one("#log-text", Static).update(body)
         self.query_one("#log-scroll", VerticalScroll).scroll_end(animate=False)
 

@@ -69,7 +69,8 @@ class RunsTable(DataTable[Text]):
 
     def on_resize(self, event: events.Resize) -> None:
         """Give the run column whatever width the fixed columns leave."""
-        fixed = sum(WIDTHS.values()) + 2 * self.cell_padding * len(COLUMNS) + 2
+        # The pane's border and a vertical scrollbar take two columns each.
+        fixed = sum(WIDTHS.values()) + 2 * self.cell_padding * len(COLUMNS) + 4
         column = self.columns[ColumnKey("run")]
         width = max(12, event.size.width - fixed)
         if column.width != width:
