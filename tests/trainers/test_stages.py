@@ -1,0 +1,77 @@
+"""Model-parallel building blocks, in-process: layer sequences, balanced cuts, the pipeline, rank shards."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.data import DistributedSampler, TensorDataset
+
+from trainers import models
+from trainers.guards import StrategyUnavailable
+from trainers.strategies import stages
+from trainers.strategies.pipeline import Pipeline
+from trainers.strategies.rendezvous import rank_envs
+from trainers.strategies.samplers import RankSampler
+
+CPU = torch.device("cpu")
+
+
+def test_balanced_split_minimises_the_heaviest_stage() -> None:
+    assert stages.balanced_split([1, 1, 1, 1, 10], 3) == [2, 4]
+    assert stages.balanced_split([5, 1, 1, 1, 1, 1], 2) == [1]
+    assert stages.balanced_split([3, 3, 3, 3], 4) == [1, 2, 3]
+    with pytest.raises(StrategyUnavailable):
+        stages.balanced_split([1, 2], 3)
+
+
+def test_split_points_are_checked() -> None:
+    assert stages.check_split_points([3, 7], 10) == [3, 7]
+    for bad in ([0], [10], [5, 5], [7, 3], [True]):
+        with pytest.raises(StrategyUnavailable, match="split_points"):
+            stages.check_split_points(bad, 10)
+
+
+@pytest.mark.parametrize("name", ["small_cnn", "resnet18", "vgg11"])
+def test_pipeline_computes_what_the_model_computes(name: str) -> None:
+    torch.manual_seed(0)
+    make = (lambda: models.small_cnn((3, 32, 32), 10)) if name == "small_cnn" else (
+        lambda: models.torchvision_model(name, 10))
+    model, reference = make(), make()
+    reference.load_state_dict(model.state_dict())
+    layers = stages.layers_of(model)
+    points = stages.balanced_split([stages.param_count(layer) for layer in layers], 3)
+    pipeline = Pipeline(model, stages.cut(layers, points), [CPU] * 3, micro_batches=3).eval()
+    x = torch.randn(7, 3, 32, 32)  # 7 rows in micro-batches of 3, 3 and 1
+    with torch.no_grad():
+        assert torch.allclose(pipeline(x), reference.eval()(x), atol=1e-5)
+    assert sum(pipeline.stage_sizes()) == sum(p.numel() for p in reference.parameters())
+    assert list(model.state_dict()) == list(reference.state_dict())  # the original keys, untouched
+    assert [id(p) for p in pipeline.parameters()] == [id(p) for p in model.parameters()]
+
+
+def test_models_without_a_sequence_are_refused() -> None:
+    with pytest.raises(StrategyUnavailable, match="cannot split"):
+        stages.layers_of(torch.nn.Bilinear(2, 2, 2))
+
+
+def test_rank_shards_are_distributed_sampler_shards() -> None:
+    data = TensorDataset(torch.arange(23))
+    for rank in range(3):
+        mine = RankSampler(data, 3, rank, shuffle=True, seed=5)
+        theirs = DistributedSampler(data, num_replicas=3, rank=rank, shuffle=True, seed=5)
+        mine.set_epoch(2)
+        theirs.set_epoch(2)
+        assert list(mine) == list(theirs) and len(mine) == len(theirs) == 8
+    val = [list(RankSampler(data, 3, r, shuffle=False, pad=False)) for r in range(3)]
+    assert sorted(i for shard in val for i in shard) == list(range(23))  # eval: every sample exactly once
+
+
+def test_rank_environments() -> None:
+    spec = {"master_addr": "127.0.0.1", "master_port": 0, "nnodes": 1, "node_rank": 0}
+    envs = rank_envs(spec, 2)
+    assert [e["RANK"] for e in envs] == ["0", "1"] and envs[0]["MASTER_PORT"] == envs[1]["MASTER_PORT"] != "0"
+    node1 = rank_envs({**spec, "master_port": 29999, "nnodes": 2, "node_rank": 1}, 2)
+    assert [(e["RANK"], e["LOCAL_RANK"], e["WORLD_SIZE"]) for e in node1] == [("2", "0", "4"),
+                                                                             ("3", "1", "4")]
+    with pytest.raises(StrategyUnavailable, match="master_port"):
+        rank_envs({**spec, "nnodes": 2}, 1)

@@ -1,0 +1,161 @@
+"""DistributedDataParallel: one spawned process per device, on one node or several.
+
+In the run's main process `launch` only spawns and watches the ranks (trainers/launcher.py); each rank
+then runs the one training loop with this strategy bound to its device (`run_rank`). Rendezvous is
+torch.distributed's env:// (MASTER_ADDR/MASTER_PORT); global rank = node_rank * local_world + local_rank.
+gloo without CUDA, nccl with it. Test hook: `TRAINCONSOLE_FAIL_RANK=R` with `TRAINCONSOLE_FAIL_AT_STEP=N`
+makes global rank R raise at its N-th training step (used to prove a dead rank never hangs a run).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sized
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import Sampler
+
+from .. import launcher
+from ..guards import StrategyUnavailable
+from ..protocol import RunDir
+from ..signals import StopFlag
+from .base import Config, Strategy
+from .devices import resolve
+from .rank_sync import RankSync
+from .rendezvous import rank_envs
+from .samplers import RankSampler
+
+TIMEOUT = timedelta(minutes=10)  # a rank that never shows up (other node not started) fails the run
+
+
+class DistributedDataParallel(Strategy):
+    """A rank of a DDP run (and, before `run_rank`, the launcher's description of all of them)."""
+
+    name = "ddp"
+
+    def __init__(self, config: Config) -> None:
+        spec = config["strategy"]
+        self.local_devices = resolve(config)
+        self.nnodes, self.node_rank = spec["nnodes"], spec["node_rank"]
+        self.local_rank = 0
+        super().__init__(config, self.local_devices[0])
+        self.backend = "nccl" if self.device.type == "cuda" else "gloo"
+        self.sync: RankSync | None = None
+        world, batch = self.world_size, config["train"]["batch_size"]
+        if batch < world:
+            raise StrategyUnavailable(f"train.batch_size = {batch} is smaller than the {world} ranks")
+        if batch % world:
+            self.warnings.append({"code": "batch_not_divisible", "hint": "pick a multiple of the rank count",
+                                  "message": f"train.batch_size = {batch} over {world} ranks: each rank "
+                                  f"takes {batch // world} (global batch {batch // world * world})"})
+
+    # -- processes ------------------------------------------------------------------------------------
+    @property
+    def world_size(self) -> int:
+        return self.nnodes * len(self.local_devices)
+
+    @property
+    def global_rank(self) -> int:
+        return self.node_rank * len(self.local_devices) + self.local_rank
+
+    @property
+    def is_local_zero(self) -> bool:
+        """Writes this node's `started` and final events into this node's own run log."""
+        return self.local_rank == 0
+
+    @property
+    def devices(self) -> list[torch.device]:
+        return list(self.local_devices)
+
+    def launch(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Spawn one rank per local device, watch them, and return local rank 0's result."""
+        run_dir = next((a for a in args if isinstance(a, RunDir)), None)
+        stop = next((a for a in args if isinstance(a, StopFlag)), StopFlag())  # the launcher's SIGTERM flag
+        envs = rank_envs(self.config["strategy"], len(self.local_devices))
+        with tempfile.TemporaryDirectory(prefix="trainconsole-ranks-") as scratch:
+            reports = (run_dir.path if run_dir is not None else Path(scratch)) / "ranks"
+            return launcher.spawn_ranks(self, fn, args, envs, stop, reports)
+
+    def run_rank(self, local_rank: int, fn: Callable[..., Any], args: tuple) -> Any:
+        """In a rank's process: bind to its device, join the group, train; failures propagate as-is."""
+        self.local_rank = local_rank
+        self.device = self.local_devices[local_rank]
+        self.setup_environment()
+        result = fn(self, *args)
+        self.teardown()  # skipped on failure: the launcher kills this process instead
+        return result
+
+    def setup_environment(self) -> None:
+        """Threads, device, process group, and the stop/memory agreement (on a CPU group)."""
+        threads = self.config["train"]["threads"]
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+            threads = threads or max(1, (os.cpu_count() or 1) // len(self.local_devices))
+        torch.set_num_threads(threads or 1)
+        dist.init_process_group(self.backend, init_method="env://", rank=self.global_rank,
+                                world_size=self.world_size, timeout=TIMEOUT)
+        group = dist.new_group(backend="gloo") if self.backend == "nccl" else None
+        self.sync = RankSync(self.device, group)
+        self.fail_at = fault_step(self.global_rank)
+
+    def teardown(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+    def barrier(self) -> None:
+        dist.barrier(group=self.sync.group if self.sync else None)
+
+    # -- model and data -------------------------------------------------------------------------------
+    def setup_module(self, model: nn.Module) -> nn.Module:
+        """Move to this rank's device and wrap (DDP broadcasts rank 0's initial weights to all)."""
+        model = model.to(self.device)
+        return DDP(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+    def unwrap(self, model: nn.Module) -> nn.Module:
+        return model.module if isinstance(model, DDP) else model
+
+    def sampler(self, dataset: Sized, shuffle: bool, seed: int = 0) -> Sampler[int]:
+        """This rank's shard; training shards are padded so every rank takes as many steps."""
+        return RankSampler(dataset, self.world_size, self.global_rank, shuffle, seed, pad=shuffle)
+
+    def local_batch_size(self, batch_size: int) -> int:
+        return batch_size // self.world_size
+
+    def local_num_workers(self, num_workers: int) -> int:
+        """`data.num_workers` is for the node: split over its ranks, at least one each if any."""
+        return max(1, num_workers // len(self.local_devices)) if num_workers else 0
+
+    # -- metrics --------------------------------------------------------------------------------------
+    def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        reduce_op = dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM
+        dist.all_reduce(tensor, op=reduce_op)
+        return tensor / self.world_size if op == "mean" else tensor
+
+    def reduce_stop(self, stop: bool, force: bool = False) -> bool:
+        """Agreed stop: ranks meet every few steps (and at every `force`), never every step."""
+        if not force and self.sync.steps + 1 == self.fail_at:
+            raise RuntimeError(f"injected failure in rank {self.global_rank} at step {self.fail_at} "
+                               "(TRAINCONSOLE_FAIL_RANK / TRAINCONSOLE_FAIL_AT_STEP)")
+        return self.sync.agree(stop) if force else self.sync.step(stop)
+
+    def report_memory(self, mem: dict[str, Any]) -> dict[str, Any]:
+        """Every rank's memory (from the last agreement) in rank 0's `step` events."""
+        return self.sync.memory(mem, len(self.local_devices)) if self.sync else mem
+
+    def started_fields(self) -> dict[str, Any]:
+        return {"backend": self.backend, "nnodes": self.nnodes, "node_rank": self.node_rank,
+                "local_batch_size": self.local_batch_size(self.config["train"]["batch_size"])}
+
+
+def fault_step(rank: int) -> int:
+    """The step at which the test hook makes `rank` fail, or -1."""
+    if os.environ.get("TRAINCONSOLE_FAIL_RANK", "") != str(rank):
+        return -1
+    return int(os.environ.get("TRAINCONSOLE_FAIL_AT_STEP", "1"))

@@ -1,0 +1,88 @@
+"""A model as a sequence of layers, and where to cut that sequence into pipeline stages.
+
+Models expressible as a sequence: any `nn.Sequential` (small_cnn, plug-ins that return one), torchvision
+ResNets (resnet*, resnext*, wide_resnet*) and the VGG/AlexNet family. The layers are the model's own
+submodules (plus a parameter-free Flatten where its forward() flattens), so the stages share the original
+module's parameters and saving the original module gives the usual state_dict keys.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from torch import nn
+
+from ..guards import StrategyUnavailable
+
+FEATURES_CLASSIFIER = ("VGG", "AlexNet")  # forward: features -> avgpool -> flatten -> classifier
+
+
+def layers_of(model: nn.Module) -> list[nn.Module]:
+    """The model's forward pass as an ordered list of modules; StrategyUnavailable if it has none."""
+    kind = type(model).__name__
+    if isinstance(model, nn.Sequential):
+        return _flat(model)
+    if kind == "ResNet":
+        blocks = [*model.layer1, *model.layer2, *model.layer3, *model.layer4]
+        return [model.conv1, model.bn1, model.relu, model.maxpool, *blocks, model.avgpool, nn.Flatten(),
+                model.fc]
+    if kind in FEATURES_CLASSIFIER:
+        return [*_flat(model.features), model.avgpool, nn.Flatten(), *_flat(model.classifier)]
+    raise StrategyUnavailable(f"model_parallel cannot split {kind} into stages: it needs an nn.Sequential, "
+                              "a torchvision ResNet or a VGG/AlexNet model")
+
+
+def _flat(seq: nn.Module) -> list[nn.Module]:
+    """Children of nested nn.Sequential containers, in order (other modules are kept whole)."""
+    out: list[nn.Module] = []
+    for child in seq.children():
+        out.extend(_flat(child) if isinstance(child, nn.Sequential) else [child])
+    return out
+
+
+def param_count(layer: nn.Module) -> int:
+    """Parameters of one layer (what stages are balanced by)."""
+    return sum(p.numel() for p in layer.parameters())
+
+
+def balanced_split(weights: list[int], stages: int) -> list[int]:
+    """Split points (first layer index of stages 1..n-1) that minimise the heaviest stage's weight.
+
+    Exact, by dynamic programming over prefix sums: O(stages * layers^2), trivial for real models.
+    """
+    n = len(weights)
+    if not 1 <= stages <= n:
+        raise StrategyUnavailable(f"cannot split {n} layers into {stages} stages")
+    prefix = [0, *itertools.accumulate(weights)]
+    inf = float("inf")
+    # cost[s][i]: the heaviest stage when the first i layers form s stages; cut[s][i]: where stage s starts
+    cost = [[inf] * (n + 1) for _ in range(stages + 1)]
+    cut = [[0] * (n + 1) for _ in range(stages + 1)]
+    cost[0][0] = 0
+    for s in range(1, stages + 1):
+        for i in range(s, n + 1):
+            for j in range(s - 1, i):
+                c = max(cost[s - 1][j], prefix[i] - prefix[j])
+                if c < cost[s][i]:
+                    cost[s][i], cut[s][i] = c, j
+    points, i = [], n
+    for s in range(stages, 1, -1):
+        i = cut[s][i]
+        points.append(i)
+    return points[::-1]
+
+
+def check_split_points(points: list[int], n_layers: int) -> list[int]:
+    """User-given split points, validated: increasing integers in 1..n_layers-1."""
+    ok = all(isinstance(p, int) and not isinstance(p, bool) for p in points)
+    if not ok or any(b <= a for a, b in itertools.pairwise(points)) or (
+            points and not 0 < points[0] <= points[-1] < n_layers):
+        raise StrategyUnavailable(f"strategy.split_points = {points!r}: must be increasing layer indices "
+                                  f"between 1 and {n_layers - 1} (this model has {n_layers} layers)")
+    return list(points)
+
+
+def cut(layers: list[nn.Module], points: list[int]) -> list[nn.Sequential]:
+    """The layers cut at `points` into consecutive stages."""
+    bounds = [0, *points, len(layers)]
+    return [nn.Sequential(*layers[a:b]) for a, b in itertools.pairwise(bounds)]
