@@ -1,0 +1,191 @@
+"""The one training loop, used by every strategy (the strategy owns only what differs).
+
+Epochs are numbered from 1 in events and checkpoints. The step counter is the global optimizer step; a
+resumed run continues it. Only global rank 0 writes events and checkpoints.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import torch
+import torch.nn.functional as F
+
+from . import checkpoint, setup
+from .meter import StepMeter
+from .optim import LrSchedule
+from .strategies import Strategy, make_strategy
+
+Config = dict[str, dict[str, Any]]
+
+
+class Emitter(Protocol):
+    """Anything with `emit(kind, **fields)`: the run's EventWriter."""
+
+    def emit(self, kind: str, **fields: Any) -> Any: ...
+
+
+class Stop(Protocol):
+    """Anything with `is_set()`: the SIGTERM flag."""
+
+    def is_set(self) -> bool: ...
+
+
+@dataclass
+class Outcome:
+    """How training ended: "finished" or "stopped", and the last metrics."""
+
+    status: str
+    metrics: dict[str, float] = field(default_factory=dict)
+
+
+def run(config: Config, run_dir: Any, events: Emitter, stop: Stop, resume: str | None = None) -> Outcome:
+    """Train as configured, through the strategy's launcher (one process, or one per device)."""
+    strategy = make_strategy(config)
+    return strategy.launch(train, config, run_dir, events, stop, resume)
+
+
+def train(strategy: Strategy, config: Config, run_dir: Any, events: Emitter, stop: Stop,
+          resume: str | None = None) -> Outcome:
+    """The per-process entry point: set up, optionally restore `resume`, and fit."""
+    return Training(strategy, config, run_dir, events, stop).fit(resume)
+
+
+class Training:
+    """One process's training state: the parts, the counters, the best accuracy; `fit()` runs it."""
+
+    def __init__(self, strategy: Strategy, config: Config, run_dir: Any, events: Emitter, stop: Stop) -> None:
+        self.strategy, self.config, self.run_dir = strategy, config, run_dir
+        self.events, self.stop = events, stop
+        self.is_zero = strategy.is_global_zero
+        self.parts = setup.build(strategy, config, lambda **f: self.emit("warning", **f))
+        self.model, self.optimizer = self.parts.model, self.parts.optimizer
+        self.epochs, self.step, self.start_epoch, self.batches_done = config["train"]["epochs"], 0, 1, 0
+        self.max_steps = config["train"]["max_steps"] or math.inf
+        total = min(self.epochs * len(self.parts.train_batches), self.max_steps)
+        self.schedule = LrSchedule(config["train"]["lr_schedule"], config["train"]["lr"], int(total))
+        self.meter = StepMeter(strategy.device, strategy.devices, strategy.world_size)
+        self.best_acc, self.metrics = -1.0, {}
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Write an event, from global rank 0 only."""
+        if self.is_zero:
+            self.events.emit(kind, **fields)
+
+    def fit(self, resume: str | None = None) -> Outcome:
+        """Train the remaining epochs; stop early (with a checkpoint) when the stop flag is set."""
+        resumed_from = self.restore(resume) if resume else None
+        self.emit("started", **setup.started_fields(self.strategy, self.config, self.parts),
+                  resumed_from_step=resumed_from, start_epoch=self.start_epoch)
+        epoch = self.start_epoch - 1
+        for epoch in range(self.start_epoch, self.epochs + 1):
+            self._train_steps(epoch)
+            complete = self.batches_done >= len(self.parts.train_batches)
+            self._emit_step(epoch)
+            if self.strategy.reduce_stop(self.stop.is_set(), force=True) and not complete:
+                return self._stopped(epoch)
+            self._end_epoch(epoch, complete)
+            if self.step >= self.max_steps:
+                break
+            if self.strategy.reduce_stop(self.stop.is_set(), force=True):
+                return self._stopped(epoch, saved=True)
+        self.emit("finished", best_val_acc=self.best_acc, val_acc=self.metrics.get("val_acc"),
+                  val_loss=self.metrics.get("val_loss"), epochs=epoch, steps=self.step)
+        return Outcome("finished", dict(self.metrics))
+
+    def _train_steps(self, epoch: int) -> None:
+        """The hot path: no I/O and no host-device sync unless a `step` event is due."""
+        model, opt, meter, schedule = self.model, self.optimizer, self.meter, self.schedule
+        autocast, backward_step = self.parts.precision.autocast, self.parts.precision.backward_step
+        to_device, reduce_stop, stop = self.strategy.batch_to_device, self.strategy.reduce_stop, self.stop
+        model.train()
+        meter.restart()
+        for x, y in self.parts.train_batches.epoch(epoch, self.batches_done):
+            x, y = to_device((x, y))
+            if schedule.active:
+                schedule.apply(opt, self.step)
+            with autocast():
+                loss = F.cross_entropy(model(x), y)
+            opt.zero_grad(set_to_none=True)
+            backward_step(loss, opt)
+            self.step += 1
+            self.batches_done += 1
+            meter.add(loss, x.shape[0])
+            if self.is_zero and meter.due():
+                self._emit_step(epoch)
+            if reduce_stop(stop.is_set()) or self.step >= self.max_steps:
+                return
+
+    def _emit_step(self, epoch: int) -> None:
+        fields = self.meter.flush(self.step)
+        if fields is not None:
+            self.metrics["train_loss"] = fields["loss"]
+            fields["mem"] = self.strategy.report_memory(fields["mem"])
+            self.emit("step", step=self.step, epoch=epoch, lr=self.optimizer.param_groups[0]["lr"], **fields)
+
+    def _end_epoch(self, epoch: int, complete: bool) -> None:
+        """Evaluate, report, and checkpoint (last.pt always, best.pt when val_acc improved)."""
+        val_loss, val_acc = self.evaluate()
+        is_best = val_acc > self.best_acc
+        self.best_acc = max(self.best_acc, val_acc)
+        self.metrics.update(val_loss=val_loss, val_acc=val_acc, best_val_acc=self.best_acc)
+        self.emit("eval", epoch=epoch, step=self.step, val_loss=val_loss, val_acc=val_acc)
+        self.save(self.run_dir.last_ckpt, epoch, complete)
+        if is_best:
+            self.save(self.run_dir.best_ckpt, epoch, complete, is_best=True)
+        self.batches_done = 0
+        if self.is_zero:  # one human-readable line per epoch for stdout.log
+            print(f"epoch {epoch}/{self.epochs} step {self.step} loss {self.metrics.get('train_loss', 0):.4f}"
+                  f" val_loss {val_loss:.4f} val_acc {val_acc:.4f}", flush=True)
+
+    def _stopped(self, epoch: int, saved: bool = False) -> Outcome:
+        if not saved:
+            self.save(self.run_dir.last_ckpt, epoch, complete=False)
+        self.emit("stopped", step=self.step, epoch=epoch, best_val_acc=self.best_acc)
+        return Outcome("stopped", dict(self.metrics))
+
+    @torch.no_grad()
+    def evaluate(self) -> tuple[float, float]:
+        """(val_loss, val_acc) over the validation set, combined across processes."""
+        self.model.eval()
+        totals = None
+        for x, y in self.parts.val_batches.epoch(0):
+            x, y = self.strategy.batch_to_device((x, y))
+            with self.parts.precision.autocast():
+                out = self.model(x).float()
+            if totals is None:
+                totals = torch.zeros(3, dtype=torch.float64, device=out.device)
+            totals[0] += F.cross_entropy(out, y, reduction="sum")
+            totals[1] += (out.argmax(1) == y).sum()
+            totals[2] += y.numel()
+        loss_sum, correct, n = self.strategy.all_reduce(totals, "sum").tolist()
+        return loss_sum / max(n, 1), correct / max(n, 1)
+
+    def save(self, path: os.PathLike[str], epoch: int, complete: bool, is_best: bool = False) -> None:
+        """Write a checkpoint and its `checkpoint` event (rank 0 only), then wait for the other ranks."""
+        if self.is_zero:
+            model, scaler = self.strategy.unwrap(self.model), self.parts.precision.scaler
+            checkpoint.save(path, model, self.optimizer, scaler, epoch, self.step, self.config, self.metrics,
+                            epoch_complete=complete, batches_done=0 if complete else self.batches_done)
+            self.emit("checkpoint", path=str(path), epoch=epoch, step=self.step, is_best=is_best)
+        self.strategy.barrier()
+
+    def restore(self, path: str) -> int:
+        """Load model, optimizer and scaler state and the counters from a checkpoint; return its step."""
+        state = checkpoint.load(path, map_location="cpu")
+        self.strategy.unwrap(self.model).load_state_dict(state["model"])
+        if state.get("optimizer"):
+            self.optimizer.load_state_dict(state["optimizer"])
+        scaler = self.parts.precision.scaler
+        if state.get("scaler") and scaler is not None:
+            scaler.load_state_dict(state["scaler"])
+        self.step = int(state.get("step", 0))
+        epoch, complete = int(state.get("epoch", 0)), bool(state.get("epoch_complete", True))
+        self.start_epoch = epoch + 1 if complete else max(epoch, 1)
+        self.batches_done = 0 if complete else int(state.get("batches_done", 0))
+        self.metrics = dict(state.get("metrics") or {})
+        self.best_acc = self.metrics.get("best_val_acc", -1.0)
+        return self.step

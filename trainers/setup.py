@@ -1,0 +1,82 @@
+"""Everything a training process builds before its first step: seeds, data, model, optimizer, precision."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import data, models
+from .batches import Batches, make_batches
+from .optim import Precision, make_optimizer
+from .strategies import Strategy
+
+Config = dict[str, dict[str, Any]]
+
+
+@dataclass
+class Parts:
+    """What the loop trains with; `model` is already placed (and wrapped) by the strategy."""
+
+    split: data.DataSplit
+    train_batches: Batches
+    val_batches: Batches
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    precision: Precision
+    params: int
+    trainable: int
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch (CPU and every CUDA device)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def build(strategy: Strategy, config: Config, warn: Callable[..., Any]) -> Parts:
+    """Seed, set threads, build the data, model, optimizer and precision for this process."""
+    train = config["train"]
+    if train["threads"]:
+        torch.set_num_threads(train["threads"])
+    seed_everything(train["seed"])
+    split = data.build(config)
+    batch = strategy.local_batch_size(train["batch_size"])
+    workers = strategy.local_num_workers(config["data"]["num_workers"])
+    train_batches = make_batches(split.train, batch, True, strategy, workers, train["seed"])
+    val_batches = make_batches(split.val, batch, False, strategy, workers, train["seed"])
+    model = models.build(config, split.num_classes, split.input_shape)
+    params, trainable = models.count_params(model)
+    model = strategy.setup_module(model)
+    return Parts(split, train_batches, val_batches, model, make_optimizer(model, train),
+                 Precision(train["precision"], strategy.device, warn), params, trainable)
+
+
+def started_fields(strategy: Strategy, config: Config, parts: Parts) -> dict[str, Any]:
+    """The `started` event's fields (the loop adds the resume position)."""
+    split = parts.split
+    return {
+        "strategy": strategy.name, "world_size": strategy.world_size,
+        "devices": [str(d) for d in strategy.devices], "params": parts.params,
+        "trainable_params": parts.trainable, "frozen_params": parts.params - parts.trainable,
+        "pid": os.getpid(), "precision": parts.precision.name, "num_classes": split.num_classes,
+        "input_shape": list(split.input_shape), "train_samples": len(split.train),
+        "val_samples": len(split.val), "steps_per_epoch": len(parts.train_batches),
+        "batch_size": config["train"]["batch_size"], "epochs": config["train"]["epochs"],
+        "config": summary(config), **strategy.started_fields(),
+    }
+
+
+def summary(config: Config) -> dict[str, Any]:
+    """The few config values a run list shows."""
+    m, d, t = config["model"], config["data"], config["train"]
+    return {"model": m["name"], "data": d["name"], "epochs": t["epochs"], "batch_size": t["batch_size"],
+            "lr": t["lr"], "optimizer": t["optimizer"], "lr_schedule": t["lr_schedule"],
+            "precision": t["precision"], "strategy": config["strategy"]["name"]}
