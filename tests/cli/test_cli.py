@@ -102,8 +102,21 @@ def test_bad_files_exit_2(home: Path, tmp_path: Path) -> None:
     assert not (home / "runs").exists() or not list((home / "runs").iterdir())
 
 
-def test_kill_removes_every_process_within_3s(home: Path) -> None:
-    run_id = start_long_run(home, "--set", "data.num_workers=2")
+def image_folder(root: Path, per_class: int = 40) -> Path:
+    """A tiny real ImageFolder dataset: two classes of 16x16 PNGs (dark and bright)."""
+    from PIL import Image
+
+    for label, shade in (("dark", 30), ("bright", 220)):
+        (root / label).mkdir(parents=True)
+        for i in range(per_class):
+            Image.new("RGB", (16, 16), (shade, (shade + i) % 256, shade)).save(root / label / f"{i}.png")
+    return root
+
+
+def test_kill_removes_every_process_within_3s(home: Path, tmp_path: Path) -> None:
+    root = image_folder(tmp_path / "images")
+    run_id = start_long_run(home, "--set", "data.name=\"imagefolder\"", "--set", f"data.root=\"{root}\"",
+                            "--set", "data.num_workers=2", "--set", "train.batch_size=8")
     info = json.loads((home / "runs" / run_id / "run.json").read_text())
     leader = psutil.Process(info["pid"])
     family = [leader, *leader.children(recursive=True)]
