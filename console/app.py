@@ -22,7 +22,7 @@ from console.screens.main_screen import MainScreen
 from console.screens.path_screen import PathScreen
 from console.services import gpu, runs
 from console.services.tailer import RunsChanged, Tailer
-from console.state import RANKINGS, Board, build_view, label
+from console.state import RANKINGS, Board, build_view
 from console.widgets.run_form import RunForm
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
@@ -74,6 +74,8 @@ class TrainConsole(App[None]):
         self._frame_timer: object | None = None
         self._last_frame = 0.0
         self._select_next: str | None = None
+        self._labels: dict[str, str] = {}
+        self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
 
     def get_default_screen(self) -> MainScreen:
@@ -129,8 +131,10 @@ class TrainConsole(App[None]):
             view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed,
                               max(20, main.plot_width))
         self._force = set()
-        self.selected = view.selected
+        self.selected, self._labels = view.selected, view.labels
         main.show_view(view)
+        if self.devices is not None:
+            main.show_devices(self.devices, view.labels)
         if self._select_next in view.labels:
             main.query_one(RunsTable).select(self._select_next)
             self._select_next = None
@@ -168,11 +172,9 @@ class TrainConsole(App[None]):
             self._stopping.wait(DEVICES_S)
 
     def _show_devices(self, devices: gpu.Devices) -> None:
-        if not self.screen_stack:
-            return
-        with self.tailer.lock:
-            labels = {rid: label(r) for rid, r in self.board.runs.items()}
-        self.main.show_devices(devices, labels)
+        self.devices = devices
+        if self.screen_stack:
+            self.main.show_devices(devices, self._labels)
 
     # -- actions ------------------------------------------------------------------------------------
 
