@@ -73,8 +73,10 @@ def report_failure(exc: BaseException, events: EventWriter, config: dict[str, An
     """Emit `failed` (cause, hint, traceback tail) and print the whole traceback to stderr.log."""
     traceback.print_exception(exc, file=sys.stderr)
     why = explain(exc, config)
+    fields = {"cause": why.cause, "hint": why.hint, "traceback": traceback_tail(exc)}
+    fields.update(getattr(exc, "event_fields", {}))  # a dead DDP rank: its number, cause and traceback
     try:
-        events.emit("failed", cause=why.cause, hint=why.hint, traceback=traceback_tail(exc))
+        events.emit("failed", **fields)
     except OSError as write_error:  # the log itself is unwritable: stderr is all that is left
         print(f"cannot write the failed event: {write_error}", file=sys.stderr)
 

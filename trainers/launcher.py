@@ -104,6 +104,9 @@ class RankWatch:
 def worker_main(local_rank: int, env: dict[str, str], payload: bytes, report_dir: str) -> None:
     """A rank's process: handlers first, then torch, then `strategy.run_rank`; failures are reported."""
     reaper.die_with_parent()
+    # spawn made itself this process's default; DataLoader workers get the platform's (fork on Linux),
+    # as under torchrun, instead of paying a torch import each
+    multiprocessing.set_start_method(multiprocessing.get_all_start_methods()[0], force=True)
     stop = StopFlag()
     install_stop_handlers(stop)
     os.environ.update(env)

@@ -75,11 +75,19 @@ class Training:
         if self.is_zero:
             self.events.emit(kind, **fields)
 
+    def emit_node(self, kind: str, **fields: Any) -> None:
+        """Write `started` or a final event: from global rank 0, and from the first process of every
+        other node into that node's own run log (multi-node ddp), so that no node's run looks lost."""
+        if self.is_zero or self.strategy.is_local_zero:
+            self.events.emit(kind, **fields)
+
     def fit(self, resume: str | None = None) -> Outcome:
         """Train the remaining epochs; stop early (with a checkpoint) when the stop flag is set."""
         resumed_from = self.restore(resume) if resume else None
-        self.emit("started", **setup.started_fields(self.strategy, self.config, self.parts),
-                  resumed_from_step=resumed_from, start_epoch=self.start_epoch)
+        self.emit_node("started", **setup.started_fields(self.strategy, self.config, self.parts),
+                       resumed_from_step=resumed_from, start_epoch=self.start_epoch)
+        for warning in self.strategy.warnings:  # e.g. dp on fewer than 2 GPUs, model_parallel on the CPU
+            self.emit("warning", **warning)
         epoch = self.start_epoch - 1
         for epoch in range(self.start_epoch, self.epochs + 1):
             self._train_steps(epoch)
@@ -92,8 +100,8 @@ class Training:
                 break
             if self.strategy.reduce_stop(self.stop.is_set(), force=True):
                 return self._stopped(epoch, saved=True)
-        self.emit("finished", best_val_acc=self.best_acc, val_acc=self.metrics.get("val_acc"),
-                  val_loss=self.metrics.get("val_loss"), epochs=epoch, steps=self.step)
+        self.emit_node("finished", best_val_acc=self.best_acc, val_acc=self.metrics.get("val_acc"),
+                       val_loss=self.metrics.get("val_loss"), epochs=epoch, steps=self.step)
         return Outcome("finished", dict(self.metrics))
 
     def _train_steps(self, epoch: int) -> None:
@@ -144,7 +152,7 @@ class Training:
     def _stopped(self, epoch: int, saved: bool = False) -> Outcome:
         if not saved:
             self.save(self.run_dir.last_ckpt, epoch, complete=False)
-        self.emit("stopped", step=self.step, epoch=epoch, best_val_acc=self.best_acc)
+        self.emit_node("stopped", step=self.step, epoch=epoch, best_val_acc=self.best_acc)
         return Outcome("stopped", dict(self.metrics))
 
     @torch.no_grad()
@@ -161,6 +169,8 @@ class Training:
             totals[0] += F.cross_entropy(out, y, reduction="sum")
             totals[1] += (out.argmax(1) == y).sum()
             totals[2] += y.numel()
+        if totals is None:  # this rank's share of the validation set is empty (fewer samples than ranks)
+            totals = torch.zeros(3, dtype=torch.float64, device=self.strategy.device)
         loss_sum, correct, n = self.strategy.all_reduce(totals, "sum").tolist()
         return loss_sum / max(n, 1), correct / max(n, 1)
 

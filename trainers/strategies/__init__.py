@@ -10,6 +10,9 @@ from .base import Config, EpochSampler, Strategy
 #: strategy.name -> "module:Class" inside this package; imported only when chosen.
 STRATEGIES = {
     "single": "single:SingleDevice",
+    "dp": "dp:DataParallel",
+    "ddp": "ddp:DistributedDataParallel",
+    "model_parallel": "model_parallel:ModelParallel",
 }
 
 

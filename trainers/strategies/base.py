@@ -62,6 +62,8 @@ class Strategy:
     def __init__(self, config: Config, device: torch.device) -> None:
         self.config = config
         self.device = device
+        #: `warning` event fields (code, message, hint) for the loop to emit after `started`.
+        self.warnings: list[dict[str, str]] = []
 
     # -- processes ------------------------------------------------------------------------------------
     @property
@@ -78,6 +80,12 @@ class Strategy:
     def is_global_zero(self) -> bool:
         """Only this process writes events and checkpoints."""
         return self.global_rank == 0
+
+    @property
+    def is_local_zero(self) -> bool:
+        """The first process on this node: on a node without global rank 0, it writes that node's run log
+        its own `started` and final event (multi-node ddp), so no node's run looks lost."""
+        return self.is_global_zero
 
     @property
     def devices(self) -> list[torch.device]:
