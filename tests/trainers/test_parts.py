@@ -1,0 +1,129 @@
+"""The loop's parts in-process: precision, schedules, data, batches, models and transfer learning."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from trainer_runs import make_config
+
+from trainers import data, models
+from trainers.loop import train
+from trainers.optim import LrSchedule
+from trainers.protocol import RunDir
+from trainers.signals import StopFlag
+from trainers.strategies import EpochSampler, make_strategy
+
+
+class Recorder:
+    """An in-memory event writer."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.events.append({"type": kind, **fields})
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["type"] == kind]
+
+
+def train_in_process(tmp_path: Path, config: dict) -> Recorder:
+    run = RunDir.create(tmp_path, "run")
+    recorder = Recorder()
+    outcome = train(make_strategy(config), config, run, recorder, StopFlag())
+    assert outcome.status == "finished"
+    return recorder
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_reduced_precision_on_cpu_learns(tmp_path: Path, precision: str) -> None:
+    (tmp_path / "runs").mkdir()
+    config = make_config(train={"precision": precision, "epochs": 3, "batch_size": 32, "threads": 2})
+    rec = train_in_process(tmp_path, config)
+    assert rec.of("started")[0]["precision"] == "bf16"
+    if precision == "fp16":  # no CUDA here: falls back to bf16 and says so
+        assert rec.of("warning")[0]["code"] == "fp16_on_cpu"
+    losses = [e["loss"] for e in rec.of("step")]
+    assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0] * 0.7
+    assert rec.of("eval")[-1]["val_acc"] > 0.5
+
+
+def test_lr_schedules_depend_only_on_the_step() -> None:
+    cosine = LrSchedule("cosine", 0.1, 100)
+    assert cosine.lr_at(0) == pytest.approx(0.1) and cosine.lr_at(50) == pytest.approx(0.05)
+    assert cosine.lr_at(100) == pytest.approx(0.0, abs=1e-12)
+    step = LrSchedule("step", 0.1, 90)
+    assert [step.lr_at(s) for s in (0, 30, 60, 89)] == pytest.approx([0.1, 0.01, 0.001, 0.001])
+    assert not LrSchedule("none", 0.1, 10).active
+
+
+def test_digits_resized_to_three_channels() -> None:
+    split = data.build(make_config(data={"image_size": 16, "channels": 3}))
+    assert split.input_shape == (3, 16, 16) and split.num_classes == 10
+    assert (len(split.train), len(split.val)) == (1438, 359)
+    x, y = split.train.tensors
+    assert x.dtype == torch.float32 and 0 <= float(x.min()) and float(x.max()) <= 1
+    assert torch.equal(x[:, 0], x[:, 2])
+
+
+def test_synthetic_is_seeded() -> None:
+    config = make_config(data={"name": "synthetic", "samples": 50, "shape": [2, 4, 4], "classes": 3})
+    a, b = data.build(config), data.build(config)
+    assert torch.equal(a.train.tensors[0], b.train.tensors[0]) and a.input_shape == (2, 4, 4)
+    assert a.num_classes == 3 and len(a.train) + len(a.val) == 50
+
+
+def test_tensor_batches_cover_the_epoch_and_resume_mid_epoch() -> None:
+    config = make_config(data={"name": "synthetic", "samples": 100, "shape": [1, 2, 2]})
+    from trainers.batches import make_batches
+
+    ds = data.build(config).train
+    batches = make_batches(ds, 16, True, make_strategy(config), seed=7)
+    full = [y for _, y in batches.epoch(3)]
+    assert len(full) == len(batches) == 5 and sum(len(y) for y in full) == 80
+    tail = [y for _, y in batches.epoch(3, skip=2)]
+    assert all(torch.equal(a, b) for a, b in zip(full[2:], tail, strict=True))  # same order, minus two
+    assert not torch.equal(torch.cat(full), torch.cat([y for _, y in batches.epoch(4)]))
+    assert sorted(torch.cat([x.flatten(1)[:, 0] for x, _ in batches.epoch(3)]).tolist()) == sorted(
+        ds.tensors[0].flatten(1)[:, 0].tolist())
+
+
+def test_epoch_sampler_is_a_permutation_per_epoch() -> None:
+    sampler = EpochSampler(range(10), shuffle=True, seed=1)
+    sampler.set_epoch(2)
+    first = list(sampler)
+    assert sorted(first) == list(range(10)) and list(sampler) == first
+
+
+def test_small_cnn_fits_any_input() -> None:
+    for shape in [(1, 8, 8), (3, 32, 32), (1, 1, 1), (2, 5, 7)]:
+        model = models.small_cnn(shape, 4)
+        assert model(torch.zeros(2, *shape)).shape == (2, 4)
+
+
+@pytest.mark.slow
+def test_transfer_learning_loads_weights_replaces_head_and_freezes(tmp_path: Path) -> None:
+    source = models.torchvision_model("resnet18", 1000)
+    torch.save({f"module.{k}": v for k, v in source.state_dict().items()}, tmp_path / "r18.pt")
+    config = make_config(model={"name": "resnet18", "weights": str(tmp_path / "r18.pt"),
+                                "freeze_backbone": True})
+    model = models.build(config, 10, (3, 32, 32))
+    assert model.fc.out_features == 10
+    assert torch.equal(model.conv1.weight, source.conv1.weight)
+    params, trainable = models.count_params(model)
+    assert trainable == 512 * 10 + 10 and params > 11_000_000
+    assert model(torch.zeros(2, 3, 32, 32)).shape == (2, 10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "head"), [("mobilenet_v3_small", "classifier.3"),
+                                            ("squeezenet1_0", "classifier.1"), ("densenet121", "classifier")])
+def test_replace_head_finds_each_family_head(name: str, head: str) -> None:
+    model = models.replace_head(models.torchvision_model(name, 1000), 7)
+    assert dict(model.named_modules())[head] is models.find_head(model)[2]
+    model.eval()
+    assert model(torch.zeros(1, 3, 64, 64)).shape == (1, 7)

@@ -1,0 +1,67 @@
+"""Helpers for real trainer runs: configs, run directories, trainer subprocesses, events."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make_config(**sections: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Defaults with some keys overridden, e.g. make_config(train={"epochs": 2})."""
+    config = defaults()
+    for section, values in sections.items():
+        config[section].update(values)
+    return config
+
+
+def make_run(root: Path, config: dict[str, dict[str, Any]], name: str = "test") -> RunDir:
+    """A run directory as the console creates it: config.toml and run.json."""
+    run = RunDir.create(root, new_run_id(name))
+    run.config.write_text(dumps(config))
+    run.info_path.write_text(json.dumps({"id": run.id, "name": name, "kind": "train"}))
+    return run
+
+
+def start(run: RunDir, *args: str, pythonpath: str = "") -> subprocess.Popen[bytes]:
+    """Start `python -m trainers RUN_DIR ...` as a real subprocess, stdio to the run's log files."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(REPO), env.get("PYTHONPATH", "")) if p)
+    with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err:
+        return subprocess.Popen([sys.executable, "-m", "trainers", str(run.path), *args],
+                                stdout=out, stderr=err, cwd=REPO, env=env)
+
+
+def train(run: RunDir, *args: str, timeout: float = 120, pythonpath: str = "") -> int:
+    """Run the trainer to the end and return its exit code."""
+    proc = start(run, *args, pythonpath=pythonpath)
+    try:
+        return proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def events(run: RunDir, kind: str | None = None) -> list[dict[str, Any]]:
+    """The run's events (of one kind, if given)."""
+    return [e for e in read_all(run.events) if kind is None or e["type"] == kind]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
+    """Poll until `predicate()` is truthy; return its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
