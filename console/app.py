@@ -211,7 +211,12 @@ class TrainConsole(App[None]):
         self.main.show_pane("runs")
         self.tailer.poke()
 
+    def _cursor_run(self) -> str | None:
+        # The cursor, not self.selected: its RowHighlighted message may still be queued behind this key.
+        return self.main.query_one(RunsTable).selected_id or self.selected
+
     def _selected_run(self) -> protocol.RunDir | None:
+        self.selected = self._cursor_run()
         if self.selected is None:
             self.notify("no run selected", severity="warning")
             return None
@@ -267,6 +272,7 @@ class TrainConsole(App[None]):
 
     def action_mark(self) -> None:
         """Overlay the selected run on the plot (or take it off)."""
+        self.selected = self._cursor_run()
         if self.selected is None:
             return
         if self.selected in self.marked:

@@ -1,0 +1,38 @@
+"""The console process never imports torch, torchvision or ray, whatever it shows."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+
+SCRIPT = """
+import asyncio, json, sys
+sys.path.insert(0, "tests/console")
+from pathlib import Path
+from conftest import fixture_runs, make_app, settle
+
+async def main():
+    app = make_app(fixture_runs(Path(sys.argv[1])))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key in ("2", "3", "4", "5", "escape", "down", "space", "b", "question_mark", "escape", "k", "n"):
+            await pilot.press(key)
+        app.draw_frame()
+        await pilot.pause()
+    heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "torchvision", "ray"))
+    print(json.dumps({"heavy": heavy, "textual": "textual" in sys.modules, "runs": len(app.board.runs)}))
+
+asyncio.run(main())
+"""
+
+
+def test_console_never_imports_torch_torchvision_or_ray(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "home")], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"heavy": [], "textual": True, "runs": 5}

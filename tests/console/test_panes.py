@@ -1,0 +1,111 @@
+"""Keys that need no live run, on the fixed runs: overlay, sort, panes, help, the form, load and save."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import FAILED, FINISHED, RUNNING, make_app, settle, until
+from textual.widgets import Input
+
+from console.screens.help_screen import HelpScreen
+from console.screens.path_screen import PathScreen
+from console.widgets.loss_plot import LossPlot
+from console.widgets.run_log import RunLog
+from console.widgets.runs_table import RunsTable
+from trainers import protocol
+
+
+async def test_space_overlays_runs_on_the_plot(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("space", "down", "down")
+        app.draw_frame()
+        plot = app.main.query_one(LossPlot)
+        assert {line.run_id for line in plot.lines} == {RUNNING, FINISHED}
+        assert plot.lines[0].run_id == FINISHED  # the selected run first
+        await pilot.press("up", "up", "space")  # back on the overlaid run: space takes it off
+        app.draw_frame()
+        assert {line.run_id for line in plot.lines} == {RUNNING} and app.marked == []
+
+
+async def test_b_sorts_by_best_accuracy(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(RunsTable)
+        assert table._order[0] == RUNNING
+        await pilot.press("b")
+        app.draw_frame()
+        accs = [app.board.runs[rid].best_val_acc or 0 for rid in table._order]
+        assert accs == sorted(accs, reverse=True) and table._order[0] == RUNNING
+
+
+async def test_number_keys_switch_panes_when_narrow(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key, pane in (("2", "plot"), ("3", "devices"), ("4", "log"), ("5", "setup"), ("escape", "runs")):
+            await pilot.press(key)
+            await pilot.pause()
+            visible = [name for name in ("runs", "plot", "devices", "log", "setup")
+                       if app.main.query_one(f"#{name}").display and app.main.query_one(f"#{name}").region]
+            assert visible == [pane], key
+
+
+async def test_enter_on_a_run_shows_its_plot_and_log(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("down", "enter")
+        await pilot.pause(0.3)
+        assert app.main.pane == "plot" and app.selected == FAILED
+        app.draw_frame()
+        assert app.main.query_one(LossPlot).lines[0].run_id == FAILED
+        assert app.main.query_one(RunLog).has_class("-failed")
+
+
+async def test_question_mark_lists_every_key(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        described = {description for _, description in app.screen.keys}
+        assert {b.description for b in app.BINDINGS} <= described
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_invalid_field_is_flagged_and_l_refuses(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        lr = app.main.query_one("#train-lr", Input)
+        lr.value = "-1"
+        await pilot.pause()
+        error = app.main.query_one("#train-lr-error")
+        assert error.display and "must be a finite number > 0" in str(error.render())
+        await pilot.press("escape", "l")
+        await pilot.pause(0.3)
+        assert app.focused is lr and len(protocol.list_runs(fixture_home)) == 5
+
+
+async def test_w_saves_and_o_loads_the_form(fixture_home: Path, tmp_path: Path) -> None:
+    app = make_app(fixture_home)
+    saved = tmp_path / "mine.toml"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.main.query_one("#train-epochs", Input).value = "7"
+        await pilot.press("escape", "w")
+        await until(pilot, lambda: isinstance(app.screen, PathScreen), 5, "the path dialog")
+        app.screen.query_one(Input).value = str(saved)
+        await pilot.press("enter")
+        await until(pilot, saved.exists, 5, "the file")
+        assert protocol.load(saved)["train"]["epochs"] == 7
+        saved.write_text(saved.read_text().replace("epochs = 7", "epochs = 9"))
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, PathScreen), 5, "the path dialog")
+        await pilot.press("enter")  # prefilled with the path last used
+        epochs = app.main.query_one("#train-epochs", Input)
+        await until(pilot, lambda: epochs.value == "9", 5, "the loaded form")
