@@ -1,7 +1,7 @@
 """Helpers the strategy tests run inside training processes (importable by spawned ranks and plug-ins).
 
 - `first_step_grads`: the gradients of the first optimizer step, built by the loop's own Training.
-- `restored_eval`: (val_loss, val_acc) of a checkpoint restored under a strategy.
+- `restored_evals`: (val_loss, val_acc, step) of checkpoints restored under a strategy.
 - `lazy_digits`: the digits dataset behind a plain Dataset, so the loop uses a DataLoader with workers.
 """
 
@@ -38,11 +38,14 @@ def first_step_grads(strategy: Strategy, config: Config) -> dict[str, torch.Tens
     return {name: p.grad.detach().cpu().clone() for name, p in params}
 
 
-def restored_eval(strategy: Strategy, config: Config, path: str) -> tuple[float, float, int]:
-    """(val_loss, val_acc, step) of the checkpoint at `path`, loaded by the loop under `strategy`."""
-    training = Training(strategy, config, None, Silent(), StopFlag())
-    step = training.restore(path)
-    return (*training.evaluate(), step)
+def restored_evals(strategy: Strategy, config: Config, paths: list[Any]) -> list[tuple[float, float, int]]:
+    """(val_loss, val_acc, step) of each checkpoint, restored (as on resume) by the loop under `strategy`."""
+    results = []
+    for path in paths:
+        training = Training(strategy, config, None, Silent(), StopFlag())
+        step = training.restore(str(path))
+        results.append((*training.evaluate(), step))
+    return results
 
 
 class LazyDigits(Dataset):

@@ -78,7 +78,8 @@ class RankSync:
             gpu = int(fields.pop("gpu"))
             device = f"cuda:{gpu}" if gpu >= 0 else "cpu"
             entry = {"rank": rank, "node": rank // local_world, "device": device}
-            ranks.append({**entry, **{k: int(v) for k, v in fields.items()}})
+            figures = {k: int(v) for k, v in fields.items() if gpu >= 0 or k == "rss"}
+            ranks.append({**entry, **figures})
         devices = [{k: r[k] for k in ("device", "rank", "node", "allocated", "reserved", "peak")}
                    for r in ranks if r["device"] != "cpu"]
         return {**local, "devices": devices, "ranks": ranks}
