@@ -50,6 +50,7 @@ def test_int_is_accepted_where_a_float_is_expected() -> None:
         ({"data": {"name": "mnist", "root": "/no/such/dir"}}, "data.root", "existing local folder"),
         ({"strategy": {"name": "fsdp"}}, "strategy.name", "single, dp, ddp, model_parallel"),
         ({"strategy": {"devices": 0}}, "strategy.devices", "auto"),
+        ({"strategy": {"name": "ddp", "nnodes": 2, "node_rank": 1}}, "strategy.master_port", "every node"),
         ({"train": {"precision": "fp8"}}, "train.precision", "fp32"),
     ],
 )

@@ -220,6 +220,8 @@ def _check_together(config: Config) -> None:
         raise ConfigError("strategy.node_rank", f"must be < strategy.nnodes ({strategy['nnodes']})")
     if strategy["name"] != "ddp" and strategy["nnodes"] > 1:
         raise ConfigError("strategy.nnodes", "must be 1 unless strategy.name = 'ddp'")
+    if strategy["nnodes"] > 1 and not strategy["master_port"]:
+        raise ConfigError("strategy.master_port", "must be set (the same on every node) when nnodes > 1")
 
 
 def check_checkpoint_file(name: str, path: str) -> None:
