@@ -5,6 +5,7 @@ Never imports torch, torchvision or ray (runs are separate, detached processes),
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -59,7 +60,8 @@ class TrainConsole(App[None]):
 
     def __init__(self, home: Path | None = None, sampler: gpu.Sampler | None = None,
                  clock: Callable[[], float] = time.time, config_path: Path | None = None) -> None:
-        super().__init__()
+        # NO_COLOR: with native ANSI colours Textual drops colour entirely (else it only greys it out).
+        super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         self.home = home or protocol.home()
         (self.home / "runs").mkdir(mode=0o700, parents=True, exist_ok=True)
         self.sampler = sampler or gpu.NvmlSampler()

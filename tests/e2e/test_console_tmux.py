@@ -1,0 +1,140 @@
+"""The real `trainconsole` in a real terminal (tmux): launch, watch and kill by keys; hang up; reattach."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXE = str(Path(sys.executable).parent / "trainconsole")
+BRAILLE = re.compile("[\u2801-\u28ff]")
+COLOUR = re.compile(r"\x1b\[[0-9;]*(?:38|48);[25];")
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")]
+
+
+class Terminal:
+    """One tmux server (own socket) with a 120x40 window running a command."""
+
+    def __init__(self, home: Path) -> None:
+        self.socket, self.home = f"tc-{uuid.uuid4().hex[:8]}", home
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    def open(self, name: str, command: str, env: str = "") -> None:
+        shell = (f"cd {REPO} && env -u COLUMNS -u LINES TRAINCONSOLE_HOME={self.home} TERM=xterm-256color "
+                 f"{env} {command}")
+        self.tmux("new-session", "-d", "-s", name, "-x", "120", "-y", "40", shell)
+        self.tmux("set-option", "-t", name, "remain-on-exit", "on")
+        self.tmux("set-option", "-t", name, "window-size", "manual")
+        self.tmux("resize-window", "-t", name, "-x", "120", "-y", "40")
+
+    def keys(self, name: str, *keys: str) -> None:
+        for key in keys:
+            self.tmux("send-keys", "-t", name, key)
+            time.sleep(0.15)
+
+    def screen(self, name: str, escapes: bool = False) -> str:
+        return self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", name)
+
+    def wait(self, name: str, check: Callable[[str], object], what: str, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.screen(name)
+            if check(text):
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what}; screen:\n{self.screen(name)}")
+
+    def console_pid(self, name: str) -> int:
+        pane = psutil.Process(int(self.tmux("display-message", "-p", "-t", name, "#{pane_pid}").strip()))
+        procs = [pane, *pane.children(recursive=True)]
+        return next(p.pid for p in procs if any("trainconsole" in part for part in p.cmdline()))
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def term(home: Path) -> Iterator[Terminal]:
+    terminal = Terminal(home)
+    yield terminal
+    terminal.close()
+    for run in (home / "runs").glob("*"):  # whatever the test left running
+        subprocess.run([EXE, "kill", run.name], capture_output=True, timeout=30)
+
+
+def run_pids(home: Path) -> tuple[str, list[int]]:
+    (run,) = (home / "runs").iterdir()
+    pid = json.loads((run / "run.json").read_text())["pid"]
+    proc = psutil.Process(pid)
+    return run.name, [pid, *(c.pid for c in proc.children(recursive=True))]
+
+
+def gone(pids: list[int]) -> bool:
+    """None of the pids runs (a zombie counts as gone)."""
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
+            continue
+    return True
+
+
+def test_launch_watch_and_kill_by_keys(term: Terminal, home: Path) -> None:
+    term.open("c", EXE)
+    term.wait("c", lambda s: "no runs yet" in s, "the first frame", 20)
+    # The demo is prefilled; make it long enough to kill mid-run: setup pane, epochs field, 200, enter.
+    term.keys("c", "5", *["Tab"] * 6, "C-u", "200", "Enter")
+    screen = term.wait("c", lambda s: "running" in s and len(BRAILLE.findall(s)) > 5, "the loss plotted")
+    assert "loss: small_cnn-digits·" in screen
+    run_id, pids = run_pids(home)
+    maps = Path(f"/proc/{term.console_pid('c')}/maps").read_text()
+    assert "torch" not in maps, "the console process loaded torch"
+    term.keys("c", "1", "k")
+    term.wait("c", lambda s: "Kill run" in s, "the confirm dialog", 10)
+    term.keys("c", "y")
+    term.wait("c", lambda s: re.search(r"killed\s", s), "status killed", 30)
+    deadline = time.monotonic() + 5
+    while not gone(pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gone(pids), f"processes of {run_id} survived"
+    term.keys("c", "q")
+    term.wait("c", lambda s: "keep going" in s, "the goodbye line", 10)
+
+
+def test_hangup_leaves_runs_going_and_a_new_console_reattaches(term: Terminal, home: Path) -> None:
+    started = subprocess.run([EXE, "run", "examples/digits.toml", "--set", "train.epochs=200"], cwd=REPO,
+                             capture_output=True, text=True, timeout=60, env={**os.environ})
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    term.open("a", EXE)
+    term.wait("a", lambda s: "running" in s and len(BRAILLE.findall(s)) > 5, "the CLI's run plotted")
+    console = term.console_pid("a")
+    _, pids = run_pids(home)
+    term.close()  # the terminal goes away: the console gets SIGHUP
+    deadline = time.monotonic() + 10
+    while psutil.pid_exists(console) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not psutil.pid_exists(console) and not gone(pids), "the hang-up reached the run"
+    steps = sum('"type":"step"' in line for line in (home / "runs" / run_id / "events.jsonl").open())
+    term.open("b", EXE, env="NO_COLOR=1")
+    first = term.wait("b", lambda s: "running" in s and len(BRAILLE.findall(s)) > 5, "the reattached plot")
+    assert run_id.rsplit("-", 1)[-1] in first
+    assert not COLOUR.search(term.screen("b", escapes=True)), "NO_COLOR was not honoured"
+    grown = term.wait("b", lambda s: s != first, "live updates", 30)
+    assert "running" in grown and steps > 0
