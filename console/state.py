@@ -17,7 +17,7 @@ __all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "duration", "huma
 
 #: The runs table's columns: key and header.
 COLUMNS = (
-    ("mark", " "), ("run", "run"), ("status", "status"), ("strategy", "strategy"), ("epoch", "epoch"),
+    ("run", "run"), ("status", "status"), ("strategy", "strategy"), ("epoch", "epoch"),
     ("loss", "loss"), ("acc", "acc"), ("rate", "smp/s"), ("elapsed", "elapsed"),
 )
 RANKINGS = ("newest", "best")
@@ -80,7 +80,7 @@ def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
     epoch = "-" if run.epoch is None else f"{run.epoch}" + (f"/{run.epochs}" if run.epochs else "")
     elapsed = run.elapsed(now)
     return (
-        "●" if marked else ("!" if run.problem else " "), label(run), run.status, strategy, epoch,
+        ("● " if marked else "! " if run.problem else "") + label(run), run.status, strategy, epoch,
         _num(run.loss, ".4g"), _num(run.val_acc, ".3f"), _num(run.samples_per_s, ",.0f"),
         "-" if elapsed is None else duration(elapsed),
     )
@@ -154,12 +154,13 @@ class View:
 def build_view(board: Board, now: float, selected: str | None, marked: Iterable[str], ranking: str,
                changed: set[str], buckets: int) -> View:
     """Rows for every run; plot, log and memory of the selected (and marked) runs if they changed."""
-    marked = [m for m in marked if m in board.runs and m != selected]
+    marks = {m for m in marked if m in board.runs}
     ordered = rank(board.runs.values(), ranking)
-    rows = [(r.id, row(r, now, r.id in marked)) for r in ordered]
+    rows = [(r.id, row(r, now, r.id in marks)) for r in ordered]
     if selected not in board.runs:
         selected = ordered[0].id if ordered else None
     view = View(rows, {r.id: label(r) for r in ordered}, selected)
+    marked = [m for m in marked if m in marks and m != selected]
     shown = [selected, *marked] if selected else marked
     if changed.intersection(shown) or "*" in changed:
         runs = [board.runs[i] for i in shown]

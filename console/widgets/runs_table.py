@@ -10,7 +10,7 @@ from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 from console.state import COLUMNS
 
 #: Fixed widths of every column but "run", which takes the rest of the width.
-WIDTHS = {"mark": 1, "status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
+WIDTHS = {"status": 8, "strategy": 8, "epoch": 6, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
 STATUS_STYLES = {
     "running": "bold green", "finished": "cyan", "failed": "bold red", "stopped": "yellow",
     "killed": "magenta", "lost": "bold yellow",
@@ -77,7 +77,7 @@ class RunsTable(DataTable[Text]):
             column.width = width
             self._require_update_dimensions = True
             for run_id, cells in self._cells.items():
-                self.update_cell(run_id, "run", self._styled("run", cells[1]))
+                self.update_cell(run_id, "run", self._styled("run", cells[0]))
 
     def _styled(self, key: str, value: str) -> Text:
         if key == "status":

@@ -121,10 +121,10 @@ class TestRowsAndRanking:
         run = RunState("20240101-000000-cnn-a1b2", name="cnn", strategy="model_parallel", epochs=5)
         run.apply(ev("step", step=3, epoch=2, loss=0.123456, samples_per_s=2100.4))
         run.set_info({"started_at": T0 - 65})
-        assert row(run, T0, marked=True) == ("●", "cnn·a1b2", "running", "mp", "2/5", "0.1235", "-", "2,100",
+        assert row(run, T0, marked=True) == ("● cnn·a1b2", "running", "mp", "2/5", "0.1235", "-", "2,100",
                                              "1m05s")
         run.problem = "cannot read"
-        assert row(run, T0)[0] == "!"
+        assert row(run, T0)[0] == "! cnn·a1b2"
 
     def test_formatting(self) -> None:
         assert [duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
