@@ -127,3 +127,25 @@ def test_replace_head_finds_each_family_head(name: str, head: str) -> None:
     assert dict(model.named_modules())[head] is models.find_head(model)[2]
     model.eval()
     assert model(torch.zeros(1, 3, 64, 64)).shape == (1, 7)
+
+
+class Items(torch.utils.data.Dataset):
+    """A map-style dataset that is not a TensorDataset: batches go through a DataLoader."""
+
+    def __len__(self) -> int:
+        return 50
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.full((1, 2, 2), float(i)), torch.tensor(i % 3)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_dataloader_batches_follow_the_sampler_and_skip(workers: int) -> None:
+    from trainers.batches import LoaderBatches, make_batches
+
+    batches = make_batches(Items(), 8, True, make_strategy(make_config()), num_workers=workers, seed=3)
+    assert isinstance(batches, LoaderBatches) and len(batches) == 7
+    order = [int(v) for x, _ in batches.epoch(1) for v in x[:, 0, 0, 0]]
+    assert sorted(order) == list(range(50)) and order != list(range(50))
+    again = [int(v) for x, _ in batches.epoch(1, skip=3) for v in x[:, 0, 0, 0]]
+    assert again == order[24:]
