@@ -23,8 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 EXE = str(Path(sys.executable).parent / "trainconsole")
-WARMUP, STEPS, BATCH_PER_RANK, RANKS = 10, 75, 128, 2
-DATA = ['data.name="synthetic"', "data.shape=[3,32,32]", "data.samples=24576", "data.val_fraction=0.2",
+WARMUP, STEPS, BATCH_PER_RANK, RANKS, SAMPLES = 10, 120, 128, 2, 40960
+DATA = ['data.name="synthetic"', "data.shape=[3,32,32]", f"data.samples={SAMPLES}", "data.val_fraction=0.2",
         "train.epochs=1", f"train.max_steps={STEPS}", f"train.batch_size={BATCH_PER_RANK * RANKS}"]
 CASES = {
     "ddp": [*DATA, 'strategy.name="ddp"', f"strategy.devices={RANKS}", "train.threads=1"],
@@ -36,7 +36,7 @@ def bare() -> float:
     """Samples/s of the bare DDP loop (it prints one JSON line)."""
     cmd = [sys.executable, str(ROOT / "benchmarks" / "bare_ddp.py"), "--ranks", str(RANKS), "--threads", "1",
            "--batch-size", str(BATCH_PER_RANK), "--steps", str(STEPS - WARMUP), "--warmup", str(WARMUP),
-           "--shape", "3,32,32", "--samples", "24576"]
+           "--shape", "3,32,32", "--samples", str(SAMPLES)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])["samples_per_s"]
 

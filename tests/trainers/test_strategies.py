@@ -48,6 +48,7 @@ def in_process(root: Path, config: dict[str, Any], name: str) -> tuple[RunDir, l
     return run, read_all(run.events)
 
 
+@pytest.mark.slow
 def test_ddp_trains_digits_as_well_as_single(ddp_run: RunDir) -> None:
     started, finished = events(ddp_run, "started")[0], events(ddp_run, "finished")[0]
     assert started["strategy"] == "ddp" and started["world_size"] == 2 and started["backend"] == "gloo"
@@ -63,6 +64,7 @@ def test_ddp_trains_digits_as_well_as_single(ddp_run: RunDir) -> None:
     assert ddp_run.read_info()["status"] == "finished"
 
 
+@pytest.mark.slow
 def test_ddp_first_step_gradients_equal_single() -> None:
     config = make_config(strategy=DDP2, train={"batch_size": 64, "seed": 3})
     ddp_grads = make_strategy(config).launch(probes.first_step_grads, config)
@@ -84,6 +86,7 @@ def test_dp_without_two_gpus_runs_single_and_says_so(home: Path) -> None:
     assert "ddp" in warning["hint"] and logged[-1]["type"] == "finished"
 
 
+@pytest.mark.slow
 def test_model_parallel_trains_digits_in_stages(mp_run: tuple[RunDir, list[dict[str, Any]]]) -> None:
     run, logged = mp_run
     started = next(e for e in logged if e["type"] == "started")
@@ -94,6 +97,7 @@ def test_model_parallel_trains_digits_in_stages(mp_run: tuple[RunDir, list[dict[
     assert logged[-1]["type"] == "finished" and logged[-1]["best_val_acc"] >= 0.90
 
 
+@pytest.mark.slow
 def test_checkpoints_cross_strategies(ddp_run: RunDir, mp_run: tuple[RunDir, list[dict[str, Any]]],
                                       tmp_path: Path) -> None:
     ddp_ckpt, mp_ckpt = ddp_run.best_ckpt, mp_run[0].last_ckpt
@@ -115,6 +119,7 @@ def test_checkpoints_cross_strategies(ddp_run: RunDir, mp_run: tuple[RunDir, lis
     assert results[0][2] == checkpoint.load(mp_ckpt)["step"] and results[1][2] == 0
 
 
+@pytest.mark.slow
 def test_single_resumes_a_ddp_run(ddp_run: RunDir, home: Path) -> None:
     ddp_state = checkpoint.load(ddp_run.last_ckpt)
     config = make_config(train={"epochs": 6, "resume_from": str(ddp_run.last_ckpt)})
