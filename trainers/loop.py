@@ -110,8 +110,9 @@ class Training:
         autocast, backward_step = self.parts.precision.autocast, self.parts.precision.backward_step
         to_device, reduce_stop, stop = self.strategy.batch_to_device, self.strategy.reduce_stop, self.stop
         model.train()
-        meter.restart()
-        for x, y in self.parts.train_batches.epoch(epoch, self.batches_done):
+        batches = self.parts.train_batches.epoch(epoch, self.batches_done)
+        meter.restart()  # after the epoch's reordering: the first window measures training alone
+        for x, y in batches:
             x, y = to_device((x, y))
             if schedule.active:
                 schedule.apply(opt, self.step)
