@@ -23,12 +23,13 @@ from console.screens.main_screen import MainScreen
 from console.screens.path_screen import PathScreen
 from console.services import gpu, runs
 from console.services.tailer import RunsChanged, Tailer
-from console.state import RANKINGS, Board, build_view
+from console.state import RANKINGS, Board, build_view, plot_view
 from console.widgets.run_form import RunForm
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
 
-FRAME_S = 0.15  # at most ~7 frames a second, and only when something changed
+FRAME_S = 0.1  # at most 10 frames a second, and none when nothing changed
+PLOT_S = 0.5  # the plot (the costliest pane) at most twice a second
 DEVICES_S = 0.5  # NVML at 2 Hz
 DEMO = Path("examples/digits.toml")
 
@@ -74,7 +75,8 @@ class TrainConsole(App[None]):
         self.config_path = str(config_path or DEMO)
         self._force: set[str] = {"*"}
         self._frame_timer: object | None = None
-        self._last_frame = 0.0
+        self._last_frame = self._plot_next = 0.0
+        self._plot_scheduled = False
         self._select_next: str | None = None
         self._labels: dict[str, str] = {}
         self.devices: gpu.Devices | None = None
@@ -130,8 +132,7 @@ class TrainConsole(App[None]):
         main = self.main
         with self.tailer.lock:
             changed = self.board.take_dirty() | self._force
-            view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed,
-                              max(20, main.plot_width))
+            view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed)
         self._force = set()
         self.selected, self._labels = view.selected, view.labels
         main.show_view(view)
@@ -140,9 +141,28 @@ class TrainConsole(App[None]):
         if self._select_next in view.labels:
             main.query_one(RunsTable).select(self._select_next)
             self._select_next = None
+        if view.plot_changed:
+            self._schedule_plot()
+
+    def _schedule_plot(self) -> None:
+        # Half a frame after the table, so the plot's render never delays the table's frame.
+        if not self._plot_scheduled:
+            self._plot_scheduled = True
+            self.set_timer(max(FRAME_S / 2, self._plot_next - time.monotonic()), self.draw_plot)
+
+    def draw_plot(self) -> None:
+        """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S)."""
+        self._plot_scheduled, self._plot_next = False, time.monotonic() + PLOT_S
+        if not self.screen_stack:
+            return
+        main = self.main
+        with self.tailer.lock:
+            lines, title = plot_view(self.board, self.selected, self.marked, max(20, main.plot_width))
+        main.show_plot(lines, title, bool(self._labels))
 
     def _redraw_selection(self) -> None:
         self._force.add("*")
+        self._plot_next = 0.0  # the user asked for it: no waiting
         self._schedule_frame()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -12,8 +12,8 @@ from typing import Any as Object
 
 from console.run_state import Event, Note, RunState
 
-__all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "duration", "human_bytes", "plot_lines",
-           "rank", "row"]
+__all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "View", "build_view", "duration",
+           "human_bytes", "plot_lines", "plot_view", "rank", "row"]
 
 #: The runs table's columns: key and header.
 COLUMNS = (
@@ -145,28 +145,22 @@ class View:
     rows: list[tuple[str, tuple[str, ...]]]
     labels: dict[str, str]
     selected: str | None
-    plot: list[PlotLine] | None = None  # None: unchanged since the last frame
-    plot_title: str = ""
+    plot_changed: bool = False  # a plotted run changed: draw the plot (in its own, slower frame)
     log: tuple[str, list[Note], dict[str, Object] | None, float | None] | None = None
     mem: tuple[str, dict[str, Object] | None] | None = None
 
 
 def build_view(board: Board, now: float, selected: str | None, marked: Iterable[str], ranking: str,
-               changed: set[str], buckets: int) -> View:
-    """Rows for every run; plot, log and memory of the selected (and marked) runs if they changed."""
+               changed: set[str]) -> View:
+    """Rows for every run; log and memory of the selected run if it changed (`changed` holds run ids,
+    or "*" for everything); and whether any plotted run changed."""
     marks = {m for m in marked if m in board.runs}
     ordered = rank(board.runs.values(), ranking)
     rows = [(r.id, row(r, now, r.id in marks)) for r in ordered]
     if selected not in board.runs:
         selected = ordered[0].id if ordered else None
     view = View(rows, {r.id: label(r) for r in ordered}, selected)
-    marked = [m for m in marked if m in marks and m != selected]
-    shown = [selected, *marked] if selected else marked
-    if changed.intersection(shown) or "*" in changed:
-        runs = [board.runs[i] for i in shown]
-        view.plot = plot_lines(runs, buckets)
-        extra = f" +{len(marked)} more" if marked else ""
-        view.plot_title = f"loss: {label(runs[0])}{extra}" if runs else "loss"
+    view.plot_changed = "*" in changed or bool(changed.intersection(marks | {selected}))
     if selected and (selected in changed or "*" in changed):
         run = board.runs[selected]
         notes = list(run.notes)
@@ -176,3 +170,12 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
         view.log = (f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
         view.mem = (label(run), run.mem)
     return view
+
+
+def plot_view(board: Board, selected: str | None, marked: Iterable[str], buckets: int) -> tuple[
+        list[PlotLine], str]:
+    """The plot's lines (the selected run first, then the overlaid ones) and its title."""
+    shown = [i for i in dict.fromkeys([selected, *marked]) if i in board.runs]
+    runs = [board.runs[i] for i in shown]
+    extra = f" +{len(runs) - 1} more" if len(runs) > 1 else ""
+    return plot_lines(runs, buckets), (f"loss: {label(runs[0])}{extra}" if runs else "loss")

@@ -9,7 +9,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Tab, Tabs
 
 from console.services.gpu import Devices
-from console.state import View
+from console.state import PlotLine, View
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.loss_plot import LossPlot
 from console.widgets.run_form import RunForm
@@ -83,13 +83,15 @@ class MainScreen(Screen[None]):
     def show_view(self, view: View) -> None:
         """Put one frame's data into the panes; parts that did not change are left alone."""
         self.query_one(RunsTable).update_rows(view.rows)
-        if view.plot is not None:
-            empty = "no runs yet: press l to launch the demo" if not view.rows else "no data yet"
-            self.query_one(LossPlot).show(view.plot, view.plot_title, empty)
         if view.log is not None:
             self.query_one(RunLog).show(*view.log)
         if view.mem is not None:
             self.query_one(GpuBars).show_run(*view.mem)
+
+    def show_plot(self, lines: list[PlotLine], title: str, any_runs: bool) -> None:
+        """Draw the plot's lines (or say why there are none)."""
+        empty = "no data yet" if any_runs else "no runs yet: press l to launch the demo"
+        self.query_one(LossPlot).show(lines, title, empty)
 
     def show_devices(self, devices: Devices, labels: dict[str, str]) -> None:
         """Draw a new device sample."""

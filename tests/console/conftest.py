@@ -123,7 +123,21 @@ async def settle(pilot: Any, timeout: float = 10.0) -> None:
         await pilot.pause(0.05)
     await pilot.pause(0.05)
     app.draw_frame()
+    app.draw_plot()
     await pilot.pause()
+
+
+def after(*keys: str) -> Callable[[Any], Any]:
+    """A snapshot's run_before: settle, press keys, then draw the frame and plot at once (no timers)."""
+    async def run_before(pilot: Any) -> None:
+        await settle(pilot)
+        await pilot.press(*keys)
+        await pilot.pause()
+        pilot.app.draw_frame()
+        pilot.app.draw_plot()
+        await pilot.pause()
+
+    return run_before
 
 
 async def until(pilot: Any, predicate: Callable[[], Any], timeout: float = 60.0, what: str = "it") -> Any:

@@ -51,6 +51,7 @@ async def test_l_launches_the_form_config_and_plots_its_loss(home: Path, tmp_pat
         await until(pilot, lambda: cell(app, run_id, "status") == "running", 30, "status running")
         await until(pilot, lambda: steps(app, run_id) >= 3, 60, "loss to be plotted")
         app.draw_frame()
+        app.draw_plot()
         plotted = [line for line in app.main.query_one(LossPlot).lines if line.kind == "train"]
         assert plotted and plotted[0].run_id == run_id and len(plotted[0].xs) >= 3
         assert cell(app, run_id, "loss") != "-"

@@ -21,11 +21,13 @@ async def test_space_overlays_runs_on_the_plot(fixture_home: Path) -> None:
         await settle(pilot)
         await pilot.press("space", "down", "down")
         app.draw_frame()
+        app.draw_plot()
         plot = app.main.query_one(LossPlot)
         assert {line.run_id for line in plot.lines} == {RUNNING, FINISHED}
         assert plot.lines[0].run_id == FINISHED  # the selected run first
         await pilot.press("up", "up", "space")  # back on the overlaid run: space takes it off
         app.draw_frame()
+        app.draw_plot()
         assert {line.run_id for line in plot.lines} == {RUNNING} and app.marked == []
 
 
@@ -37,6 +39,7 @@ async def test_b_sorts_by_best_accuracy(fixture_home: Path) -> None:
         assert table._order[0] == RUNNING
         await pilot.press("b")
         app.draw_frame()
+        app.draw_plot()
         accs = [app.board.runs[rid].best_val_acc or 0 for rid in table._order]
         assert accs == sorted(accs, reverse=True) and table._order[0] == RUNNING
 
@@ -61,6 +64,7 @@ async def test_enter_on_a_run_shows_its_plot_and_log(fixture_home: Path) -> None
         await pilot.pause(0.3)
         assert app.main.pane == "plot" and app.selected == FAILED
         app.draw_frame()
+        app.draw_plot()
         assert app.main.query_one(LossPlot).lines[0].run_id == FAILED
         assert app.main.query_one(RunLog).has_class("-failed")
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import make_app, settle
+from conftest import after, make_app, settle
 
 NARROW, WIDE = (80, 24), (120, 40)
+DOWN2 = ("down", "down")
 
 
 class TestWide:
@@ -19,8 +20,7 @@ class TestWide:
 
     def test_failed_run_selected(self, snap_compare, fixture_home: Path) -> None:
         """The failed run: its failure cause, hint and traceback on top of the log pane."""
-        assert snap_compare(make_app(fixture_home), press=["down", "down"], terminal_size=WIDE,
-                            run_before=settle)
+        assert snap_compare(make_app(fixture_home), terminal_size=WIDE, run_before=after("down", "down"))
 
     def test_no_gpu_overlay_and_form_error(self, snap_compare, fixture_home: Path) -> None:
         """No GPU: host memory by run; two runs overlaid; an invalid lr flagged next to its field."""
@@ -29,13 +29,15 @@ class TestWide:
             await pilot.press("space", "down", "space", "5")
             await pilot.press(*["tab"] * 5)  # model, dataset, strategy, devices, batch size, lr
             await pilot.press("end", "backspace", "backspace", "backspace", "backspace", "minus", "1")
+            await pilot.pause()
+            pilot.app.draw_frame()
+            pilot.app.draw_plot()
 
         assert snap_compare(make_app(fixture_home, gpus=0), terminal_size=WIDE, run_before=before)
 
     def test_help(self, snap_compare, fixture_home: Path) -> None:
         """? lists every key."""
-        assert snap_compare(make_app(fixture_home), press=["question_mark"], terminal_size=WIDE,
-                            run_before=settle)
+        assert snap_compare(make_app(fixture_home), terminal_size=WIDE, run_before=after("question_mark"))
 
 
 class TestNarrow:
@@ -45,32 +47,29 @@ class TestNarrow:
 
     def test_plot_pane(self, snap_compare, fixture_home: Path) -> None:
         """The plot pane: train loss, val loss and val accuracy of the running run."""
-        assert snap_compare(make_app(fixture_home), press=["2"], terminal_size=NARROW, run_before=settle)
+        assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=after("2"))
 
     def test_devices_pane(self, snap_compare, fixture_home: Path) -> None:
         """The devices pane: two simulated GPUs, and the finished run's torch memory."""
-        assert snap_compare(make_app(fixture_home), press=["down", "down", "3"], terminal_size=NARROW,
-                            run_before=settle)
+        assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=after(*DOWN2, "3"))
 
     def test_devices_pane_without_gpu(self, snap_compare, fixture_home: Path) -> None:
         """No NVIDIA GPU: one line says so, and host memory is split by run RSS."""
-        assert snap_compare(make_app(fixture_home, gpus=0), press=["3"], terminal_size=NARROW,
-                            run_before=settle)
+        assert snap_compare(make_app(fixture_home, gpus=0), terminal_size=NARROW, run_before=after("3"))
 
     def test_log_pane_of_failed_run(self, snap_compare, fixture_home: Path) -> None:
         """The failed run's log: the failure first, then warnings with hints."""
-        assert snap_compare(make_app(fixture_home), press=["down", "down", "4"], terminal_size=NARROW,
-                            run_before=settle)
+        assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=after(*DOWN2, "4"))
 
     def test_log_pane_of_lost_run(self, snap_compare, fixture_home: Path) -> None:
         """A run whose process vanished, with a garbled and a half-written line: lost, and said so."""
-        assert snap_compare(make_app(fixture_home), press=["down", "down", "down", "down", "4"],
-                            terminal_size=NARROW, run_before=settle)
+        lost = after(*DOWN2, *DOWN2, "4")
+        assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=lost)
 
     def test_setup_pane(self, snap_compare, fixture_home: Path) -> None:
         """The setup form, prefilled with the digits demo."""
-        assert snap_compare(make_app(fixture_home), press=["5"], terminal_size=NARROW, run_before=settle)
+        assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=after("5"))
 
     def test_kill_confirm(self, snap_compare, fixture_home: Path) -> None:
         """k asks before killing."""
-        assert snap_compare(make_app(fixture_home), press=["k"], terminal_size=NARROW, run_before=settle)
+        assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=after("k"))

@@ -8,7 +8,18 @@ import random
 import pytest
 
 from console.history import Series
-from console.state import Board, RunState, build_view, duration, human_bytes, label, plot_lines, rank, row
+from console.state import (
+    Board,
+    RunState,
+    build_view,
+    duration,
+    human_bytes,
+    label,
+    plot_lines,
+    plot_view,
+    rank,
+    row,
+)
 
 T0 = 1_700_000_000.0
 
@@ -142,15 +153,19 @@ class TestView:
         board.take_dirty()
         return board
 
-    def test_plot_and_log_only_when_the_shown_runs_changed(self) -> None:
+    def test_log_only_when_the_selected_run_changed(self) -> None:
         board = self.board()
-        view = build_view(board, T0, None, [], "newest", set(), 20)
-        assert view.selected == "b-0002" and view.plot is None
+        view = build_view(board, T0, None, [], "newest", set())
+        assert view.selected == "b-0002" and view.log is None and not view.plot_changed
         assert [r for r, _ in view.rows] == ["b-0002", "a-0001"]
-        view = build_view(board, T0, "a-0001", ["b-0002"], "newest", {"b-0002"}, 20)
-        assert view.plot is not None and {line.run_id for line in view.plot} == {"a-0001", "b-0002"}
-        assert view.log is None  # the selected run did not change
-        assert "+1 more" in view.plot_title
+        view = build_view(board, T0, "a-0001", ["b-0002"], "newest", {"b-0002"})
+        assert view.plot_changed and view.log is None  # an overlaid run changed, not the selected one
+        view = build_view(board, T0, "a-0001", [], "newest", {"a-0001"})
+        assert view.plot_changed and view.log is not None and view.log[0] == "log: cnn·0001 (running)"
+
+    def test_plot_view_puts_the_selected_run_first(self) -> None:
+        lines, title = plot_view(self.board(), "a-0001", ["b-0002", "gone"], 20)
+        assert [line.run_id for line in lines] == ["a-0001", "b-0002"] and title == "loss: cnn·0001 +1 more"
 
     def test_plot_lines_are_decimated(self) -> None:
         run = RunState("r")

@@ -1,0 +1,138 @@
+"""Live load: N runs each appending R step events per second, watched by the real console on a pty.
+
+Lag is measured per event: from the wall time written into the event (just before the writer appends it)
+to the moment the console has written the first frame that includes it to its terminal. The console's CPU
+is its process's user+system time over the measured window (both threads: tailer and UI).
+
+    .venv/bin/python benchmarks/console_live.py --runs 20 --rate 500 --seconds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+from console_common import Console, machine, make_run
+
+
+def writer(home: Path, runs: int, rate: int, seconds: float) -> None:
+    """Create the runs (this process is their 'trainer'), wait for a line on stdin, then write."""
+    paths = [make_run(home, f"20240101-{i:06d}-live-{i:04x}", pid=os.getpid()).events for i in range(runs)]
+    print("ready", flush=True)
+    sys.stdin.readline()
+    fds = [os.open(p, os.O_WRONLY | os.O_APPEND) for p in paths]
+    tick, step = 0.01, 0
+    per_tick = max(1, round(rate * tick))
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        step += per_tick
+        for i, fd in enumerate(fds):
+            lines = [json.dumps({"v": 1, "t": time.time(), "run": paths[i].parent.name, "type": "step",
+                                 "step": step + k, "epoch": 1, "loss": 1.0 / (step + k), "lr": 0.05,
+                                 "samples_per_s": 2100.0, "mem": {"devices": [], "rss": 812 << 20}})
+                     for k in range(per_tick)]
+            os.write(fd, ("\n".join(lines) + "\n").encode())
+        time.sleep(max(0.0, start + (step / per_tick) * tick - time.perf_counter()))
+
+
+def console(result: Path) -> None:
+    """The real app, instrumented to time each step event from its `t` to the frame that shows it."""
+    from console.app import TrainConsole
+    from console.state import Board
+
+    applied: list[float] = []
+    original = Board.apply
+
+    def apply(self: Board, run_id: str, events: list) -> int:  # type: ignore[type-arg]
+        applied.extend(e["t"] for e in events if e.get("type") == "step")
+        return original(self, run_id, events)
+
+    Board.apply = apply  # type: ignore[method-assign]
+
+    class Timed(TrainConsole):
+        CSS_PATH = str(Path(sys.modules[TrainConsole.__module__].__file__ or "").with_name("app.tcss"))
+        pending: list[float] = []
+        lags: list[float] = []
+
+        def draw_frame(self) -> None:
+            with self.tailer.lock:
+                batch = applied[:]
+                applied.clear()
+            super().draw_frame()
+            self.pending += batch
+
+        def _display(self, screen, renderable) -> None:  # type: ignore[no-untyped-def]
+            super()._display(screen, renderable)
+            if renderable is not None and self.pending:
+                now = time.time()
+                self.lags += [now - t for t in self.pending]
+                self.pending = []
+
+    app = Timed()
+    app.run()
+    result.write_text(json.dumps(app.lags))
+
+
+def measure(args: argparse.Namespace) -> dict[str, object]:
+    """Start the writer and the console, let them run, and report lag percentiles and console CPU."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home, result = Path(tmp) / "home", Path(tmp) / "lags.json"
+        me = [sys.executable, os.environ.get("CONSOLE_LIVE_SCRIPT", __file__)]
+        feed = subprocess.Popen(
+            [*me, "--writer", str(home), "--runs", str(args.runs), "--rate", str(args.rate), "--seconds",
+             str(args.seconds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert feed.stdout is not None and feed.stdout.readline().strip() == "ready"
+        term = Console(home, cmd=[*me, "--console", str(result)])
+        term.wait_first_frame()
+        time.sleep(2.0)  # read the (empty) histories
+        assert feed.stdin is not None
+        feed.stdin.write("go\n")
+        feed.stdin.flush()
+        time.sleep(args.warmup)
+        proc = psutil.Process(term.proc.pid)
+        cpu0, wall0, bytes0 = sum(proc.cpu_times()[:2]), time.perf_counter(), term.written
+        time.sleep(args.seconds - args.warmup - 1)
+        wall = time.perf_counter() - wall0
+        cpu = (sum(proc.cpu_times()[:2]) - cpu0) / wall
+        out_rate = (term.written - bytes0) / wall
+        feed.wait()
+        time.sleep(1.0)
+        term.quit()
+        lags = sorted(json.loads(result.read_text()))
+    return {"benchmark": "console live load", "runs": args.runs, "events_per_s_per_run": args.rate,
+            "events_shown": len(lags), "lag_p50_ms": round(1000 * statistics.median(lags), 1),
+            "lag_p99_ms": round(1000 * lags[int(0.99 * (len(lags) - 1))], 1),
+            "lag_max_ms": round(1000 * lags[-1], 1), "console_cpu_pct_of_core": round(100 * cpu, 1),
+            "terminal_output_kb_per_s": round(out_rate / 1024, 1),
+            "machine": machine()}
+
+
+def main() -> None:
+    """Dispatch: the measurement (default), or one of its two child processes."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--rate", type=int, default=500, help="step events per second per run")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds before CPU is measured")
+    parser.add_argument("--writer", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--console", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.writer:
+        writer(args.writer, args.runs, args.rate, args.seconds)
+    elif args.console:
+        console(args.console)
+    else:
+        print(json.dumps(measure(args)))
+
+
+if __name__ == "__main__":
+    main()
