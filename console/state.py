@@ -13,7 +13,7 @@ from typing import Any as Object
 from console.run_state import Event, Note, RunState
 
 __all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "View", "build_view", "duration",
-           "human_bytes", "plot_lines", "plot_view", "rank", "row"]
+           "human_bytes", "middle", "plot_lines", "plot_view", "rank", "row"]
 
 #: The runs table's columns: key and header.
 COLUMNS = (
@@ -90,6 +90,15 @@ def label(run: RunState) -> str:
     """A short name for a run: its name and the random end of its id."""
     suffix = run.id.rsplit("-", 1)[-1]
     return f"{run.name}·{suffix}" if run.name and suffix != run.id else run.id
+
+
+def middle(text: str, width: int) -> str:
+    """Shorten from the middle, so both a run's name and the random end of its id stay readable."""
+    width = max(width, 3)
+    if len(text) <= width:
+        return text
+    head = (width - 1) - (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
 def _num(value: float | None, fmt: str) -> str:

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.widget import Widget
 
 from console.services.gpu import Devices
-from console.state import human_bytes
+from console.state import human_bytes, middle
 
 GLYPHS = ("█", "▓", "▒", "▚", "▞", "▙")
 COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
@@ -76,28 +76,25 @@ class GpuBars(Widget):
             glyph, color = GLYPHS[k % len(GLYPHS)], COLORS[k % len(COLORS)]
             text.append(f"  {glyph} ", style=color)
             amount = f" {human_bytes(nbytes)}"
-            text.append(_middle(self.labels.get(run_id, run_id), width - 4 - len(amount)) + amount + "\n")
+            text.append(middle(self.labels.get(run_id, run_id), width - 4 - len(amount)) + amount + "\n")
 
     def _selected(self, text: Text, width: int) -> None:
         if self.selected is None:
             return
         label, mem = self.selected
-        text.append("\nselected: " + _middle(label, width - 10) + "\n", style="bold")
-        devices = (mem or {}).get("devices") or []
+        text.append("\nselected: " + middle(label, width - 10) + "\n", style="bold")
+        mem = mem or {}
+        devices = mem.get("devices") or []
         for dev in devices:
             figures = "  ".join(f"{k} {human_bytes(dev.get(k) or 0)}" for k in ("allocated", "reserved"))
             figures += f"  peak {human_bytes(dev.get('peak') or 0)}"
-            text.append(f"  torch {dev.get('device', '?')}  {figures}\n")
+            rank = f"rank {dev['rank']} " if "rank" in dev else ""
+            text.append(f"  torch {rank}{dev.get('device', '?')}  {figures}\n")
         if not devices:
             text.append("  torch: CPU only\n", style="dim")
-        if (mem or {}).get("rss"):
+        ranks = [r for r in mem.get("ranks") or [] if isinstance(r, dict)]
+        if ranks:  # DDP: every rank's process, from the last time the ranks met
+            total = sum(r.get("rss") or 0 for r in ranks)
+            text.append(f"  host rss {human_bytes(total)} over {len(ranks)} ranks\n")
+        elif mem.get("rss"):
             text.append(f"  host rss {human_bytes(mem['rss'])}\n")
-
-
-def _middle(text: str, width: int) -> str:
-    """Shorten from the middle so a run's name and the end of its id both show."""
-    if len(text) <= width:
-        return text
-    width = max(width, 3)
-    head = (width - 1) - (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

@@ -7,7 +7,7 @@ from textual import events
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
-from console.state import COLUMNS
+from console.state import COLUMNS, middle
 
 #: Fixed widths of every column but "run", which takes the rest of the width.
 WIDTHS = {"status": 8, "strategy": 8, "epoch": 6, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
@@ -85,13 +85,5 @@ class RunsTable(DataTable[Text]):
         if key in ("loss", "acc", "rate", "elapsed", "epoch"):
             return Text(value, justify="right")
         if key == "run":
-            return Text(_middle(value, self.columns[ColumnKey("run")].width), no_wrap=True)
+            return Text(middle(value, self.columns[ColumnKey("run")].width), no_wrap=True)
         return Text(value, no_wrap=True)
-
-
-def _middle(text: str, width: int) -> str:
-    """Shorten from the middle, so both the name and the id's random end stay readable."""
-    if len(text) <= width:
-        return text
-    head = (width - 1) // 2 + (width - 1) % 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

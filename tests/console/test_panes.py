@@ -9,6 +9,7 @@ from textual.widgets import Input
 
 from console.screens.help_screen import HelpScreen
 from console.screens.path_screen import PathScreen
+from console.widgets.gpu_bars import GpuBars
 from console.widgets.loss_plot import LossPlot
 from console.widgets.run_log import RunLog
 from console.widgets.runs_table import RunsTable
@@ -113,3 +114,19 @@ async def test_w_saves_and_o_loads_the_form(fixture_home: Path, tmp_path: Path) 
         await pilot.press("enter")  # prefilled with the path last used
         epochs = app.main.query_one("#train-epochs", Input)
         await until(pilot, lambda: epochs.value == "9", 5, "the loaded form")
+
+
+async def test_ddp_memory_shows_every_rank(fixture_home: Path) -> None:
+    ranks = [{"rank": r, "node": 0, "device": f"cuda:{r}", "rss": 800 << 20, "allocated": 1 << 30,
+              "reserved": 2 << 30, "peak": 3 << 30} for r in range(2)]
+    devices = [{k: r[k] for k in ("device", "rank", "node", "allocated", "reserved", "peak")} for r in ranks]
+    app = make_app(fixture_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        bars = app.main.query_one(GpuBars)
+        bars.show_run("cnn·a1b2", {"devices": devices, "ranks": ranks, "rss": 800 << 20})
+        shown = bars.render()
+        text = "\n".join(str(part) for part in getattr(shown, "renderables", [shown]))
+    assert "torch rank 1 cuda:1  allocated 1G  reserved 2G  peak 3G" in text
+    assert "host rss 1.56G over 2 ranks" in text
