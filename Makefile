@@ -18,7 +18,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	touch $@ $(VENV)/.installed
 
 run: $(VENV)/.installed
-	$(VENV)/bin/trainconsole run examples/digits.toml --wait
+	$(VENV)/bin/trainconsole
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; [ $$rc -eq 5 ] && { echo "no tests collected"; exit 1; }; exit $$rc

@@ -6,10 +6,12 @@ Never imports torch, torchvision or ray (runs are separate, detached processes),
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.app import App
@@ -81,6 +83,7 @@ class TrainConsole(App[None]):
         self._labels: dict[str, str] = {}
         self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
+        self.goodbye = ""
 
     def get_default_screen(self) -> MainScreen:
         """The dashboard, with the form prefilled from the demo config (or the built-in defaults)."""
@@ -356,5 +359,12 @@ class TrainConsole(App[None]):
         """Quit; the runs keep going."""
         with self.tailer.lock:
             running = sum(r.status == "running" for r in self.board.runs.values())
-        self.exit(message=f"trainconsole: closed. {running} run(s) keep going in the background; "
-                  "`trainconsole` reattaches, `trainconsole ls` lists them.")
+        self.goodbye = (f"trainconsole: closed. {running} run(s) keep going in the background; "
+                        "`trainconsole` reattaches, `trainconsole ls` lists them.")
+        self.exit()
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        """Run the console; on quitting, say (on the restored terminal) that the runs keep going."""
+        super().run(*args, **kwargs)
+        if self.goodbye:
+            print(self.goodbye, file=sys.stderr)

@@ -95,13 +95,13 @@ async def test_k_kills_only_after_yes(home: Path, tmp_path: Path, long_run: prot
 
 
 async def test_q_quits_leaving_the_run_and_a_new_console_replays_it(
-        home: Path, tmp_path: Path, long_run: protocol.RunDir, capfd: pytest.CaptureFixture[str]) -> None:
+        home: Path, tmp_path: Path, long_run: protocol.RunDir) -> None:
     app = console(home, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await until(pilot, lambda: steps(app, long_run.id) >= 2, 60, "the run to train")
         await pilot.press("q")
-    assert "keep going" in capfd.readouterr().err
+    assert "keep going" in app.goodbye
     pid = long_run.read_info()["pid"]
     assert alive([pid]), "quitting the console stopped the run"
     logged = sum(e["type"] == "step" for e in protocol.read_all(long_run.events))

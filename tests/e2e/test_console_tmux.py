@@ -47,13 +47,15 @@ class Terminal:
             self.tmux("send-keys", "-t", name, key)
             time.sleep(0.15)
 
-    def screen(self, name: str, escapes: bool = False) -> str:
-        return self.tmux("capture-pane", "-p", *(["-e"] if escapes else []), "-t", name)
+    def screen(self, name: str, escapes: bool = False, history: bool = False) -> str:
+        extra = (["-e"] if escapes else []) + (["-S", "-"] if history else [])
+        return self.tmux("capture-pane", "-p", *extra, "-t", name)
 
-    def wait(self, name: str, check: Callable[[str], object], what: str, timeout: float = 60) -> str:
+    def wait(self, name: str, check: Callable[[str], object], what: str, timeout: float = 60,
+             history: bool = False) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            text = self.screen(name)
+            text = self.screen(name, history=history)
             if check(text):
                 return text
             time.sleep(0.2)
@@ -114,7 +116,7 @@ def test_launch_watch_and_kill_by_keys(term: Terminal, home: Path) -> None:
         time.sleep(0.1)
     assert gone(pids), f"processes of {run_id} survived"
     term.keys("c", "q")
-    term.wait("c", lambda s: "keep going" in s, "the goodbye line", 10)
+    term.wait("c", lambda s: "keep going" in s, "the goodbye line", 10, history=True)
 
 
 def test_hangup_leaves_runs_going_and_a_new_console_reattaches(term: Terminal, home: Path) -> None:
