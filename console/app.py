@@ -19,14 +19,12 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from console.screens.confirm_screen import ConfirmScreen
+from console.run_actions import RunActions
 from console.screens.help_screen import HelpScreen
 from console.screens.main_screen import MainScreen
-from console.screens.path_screen import PathScreen
-from console.services import gpu, runs
+from console.services import gpu
 from console.services.tailer import RunsChanged, Tailer
 from console.state import RANKINGS, Board, build_view, plot_view
-from console.widgets.run_form import RunForm
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
 
@@ -36,7 +34,7 @@ DEVICES_S = 0.5  # NVML at 2 Hz
 DEMO = Path("examples/digits.toml")
 
 
-class TrainConsole(App[None]):
+class TrainConsole(RunActions, App[None]):
     """Set up, launch, watch, stop and kill training runs."""
 
     CSS_PATH = "app.tcss"
@@ -51,14 +49,6 @@ class TrainConsole(App[None]):
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
         Binding("b", "rank", "Sort: newest / best val acc", show=False),
-        Binding("n,5", "pane('setup')", "Setup pane (new run)", show=False),
-        Binding("1", "pane('runs')", "Runs pane", show=False),
-        Binding("2", "pane('plot')", "Plot pane", show=False),
-        Binding("3", "pane('devices')", "Devices pane", show=False),
-        Binding("4", "pane('log')", "Log pane", show=False),
-        Binding("o", "load", "Load a config TOML into the form", show=False),
-        Binding("w", "save", "Save the form as TOML", show=False),
-        Binding("escape", "pane('runs')", "Back to the runs pane", show=False),
     ]
 
     def __init__(self, home: Path | None = None, sampler: gpu.Sampler | None = None,
@@ -91,7 +81,7 @@ class TrainConsole(App[None]):
             config, source = protocol.load(self.config_path), self.config_path
         except protocol.ConfigError:
             config, source = protocol.defaults(), "built-in defaults (the digits demo)"
-        return MainScreen(config, source)
+        return MainScreen(config, source, self.config_path)
 
     @property
     def main(self) -> MainScreen:
@@ -203,93 +193,6 @@ class TrainConsole(App[None]):
 
     # -- actions ------------------------------------------------------------------------------------
 
-    def action_pane(self, name: str) -> None:
-        """Show (narrow) or focus (wide) a pane."""
-        self.main.show_pane(name)
-
-    def action_launch(self) -> None:
-        """Launch the form's config as a new run."""
-        form = self.main.query_one(RunForm)
-        config = form.check()
-        if config is None:
-            self.notify("the config has a problem: see the setup pane", severity="error")
-            self.main.show_pane("setup")
-            bad = form.first_error()
-            if bad is not None:
-                bad.focus()
-            return
-        self.launch_run(config)
-
-    def on_run_form_submitted(self, event: RunForm.Submitted) -> None:
-        """Enter in the form launches."""
-        self.launch_run(event.config)
-
-    @work(thread=True, group="runs", exit_on_error=False)
-    def launch_run(self, config: protocol.Config) -> None:
-        """Start a run detached (it outlives the console) and select it."""
-        run = runs.launch(config, root=self.home)
-        self.call_from_thread(self._launched, run.id)
-
-    def _launched(self, run_id: str) -> None:
-        self.notify(f"launched {run_id}")
-        self._select_next = run_id
-        self.main.show_pane("runs")
-        self.tailer.poke()
-
-    def _cursor_run(self) -> str | None:
-        # The cursor, not self.selected: its RowHighlighted message may still be queued behind this key.
-        return self.main.query_one(RunsTable).selected_id or self.selected
-
-    def _selected_run(self) -> protocol.RunDir | None:
-        self.selected = self._cursor_run()
-        if self.selected is None:
-            self.notify("no run selected", severity="warning")
-            return None
-        return protocol.RunDir(self.home / "runs" / self.selected)
-
-    def action_stop(self) -> None:
-        """Ask the selected run to checkpoint and stop."""
-        run = self._selected_run()
-        if run is not None:
-            self.notify(f"stopping {run.id}: it checkpoints, then exits")
-            self.stop_run(run)
-
-    @work(thread=True, group="runs", exit_on_error=False)
-    def stop_run(self, run: protocol.RunDir) -> None:
-        """SIGTERM, then SIGKILL after the grace period (runs.stop)."""
-        state = runs.stop(run)
-        self.call_from_thread(self._done, f"{run.id}: {state}")
-
-    def action_kill(self) -> None:
-        """Kill the selected run and all its processes, after a confirm."""
-        run = self._selected_run()
-        if run is not None:
-            question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
-            self.push_screen(ConfirmScreen(question), lambda yes: self.kill_run(run) if yes else None)
-
-    @work(thread=True, group="runs", exit_on_error=False)
-    def kill_run(self, run: protocol.RunDir) -> None:
-        """SIGKILL the run's process group and descendants (runs.kill)."""
-        survivors = runs.kill(run)
-        message = f"could not kill pids {survivors}" if survivors else f"{run.id}: killed"
-        self.call_from_thread(self._done, message, "error" if survivors else "information")
-
-    def action_resume(self) -> None:
-        """Start the selected run again from its last checkpoint."""
-        run = self._selected_run()
-        if run is not None:
-            self.resume_run(run)
-
-    @work(thread=True, group="runs", exit_on_error=False)
-    def resume_run(self, run: protocol.RunDir) -> None:
-        """runs.resume: refuses a running run or one without a checkpoint."""
-        runs.resume(run)
-        self.call_from_thread(self._done, f"{run.id}: resumed from its last checkpoint")
-
-    def _done(self, message: str, severity: str = "information") -> None:
-        self.notify(message, severity=severity)  # type: ignore[arg-type]
-        self.tailer.poke()
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed action is shown, never fatal."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
@@ -312,45 +215,10 @@ class TrainConsole(App[None]):
         self.notify(f"runs sorted by {self.ranking}")
         self._redraw_selection()
 
-    def action_load(self) -> None:
-        """Load a config TOML into the form."""
-        self.push_screen(PathScreen("Load a run config (TOML):", self.config_path), self._load)
-
-    def _load(self, path: str | None) -> None:
-        if not path:
-            return
-        try:
-            config = protocol.load(path)
-        except protocol.ConfigError as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        self.config_path = path
-        self.main.query_one(RunForm).load(config, path)
-        self.main.show_pane("setup")
-
-    def action_save(self) -> None:
-        """Save the form's config as TOML."""
-        if self.main.query_one(RunForm).check() is None:
-            self.notify("fix the config first: see the setup pane", severity="error")
-            return
-        self.push_screen(PathScreen("Save the config as:", self.config_path), self._save)
-
-    def _save(self, path: str | None) -> None:
-        config = self.main.query_one(RunForm).check()
-        if not path or config is None:
-            return
-        try:
-            Path(path).expanduser().write_text(protocol.dumps(config))
-        except OSError as e:
-            self.notify(f"could not save {path}: {e.strerror}", severity="error")
-            return
-        self.config_path = path
-        self.notify(f"saved {path}")
-
     def action_help(self) -> None:
         """Every key and what it does."""
-        keys = [(b.key_display or b.key.replace(",", " "), b.description)
-                for b in self.BINDINGS if isinstance(b, Binding)]
+        bindings = [b for b in [*self.BINDINGS, *MainScreen.BINDINGS] if isinstance(b, Binding)]
+        keys = [(b.key_display or b.key.replace(",", " "), b.description) for b in bindings]
         keys += [("↑ ↓ pgup pgdn", "Move the selection in the runs pane"),
                  ("enter", "In the runs pane: show the run's plot; in the form: launch")]
         self.push_screen(HelpScreen(keys))
@@ -363,8 +231,9 @@ class TrainConsole(App[None]):
                         "`trainconsole` reattaches, `trainconsole ls` lists them.")
         self.exit()
 
-    def run(self, *args: Any, **kwargs: Any) -> None:
+    def run(self, *args: Any, **kwargs: Any) -> Any:
         """Run the console; on quitting, say (on the restored terminal) that the runs keep going."""
-        super().run(*args, **kwargs)
+        result = super().run(*args, **kwargs)
         if self.goodbye:
             print(self.goodbye, file=sys.stderr)
+        return result

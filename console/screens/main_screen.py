@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Tab, Tabs
 
+from console.screens.path_screen import PathScreen
 from console.services.gpu import Devices
 from console.state import PlotLine, View
 from console.widgets.gpu_bars import GpuBars
@@ -15,6 +19,7 @@ from console.widgets.loss_plot import LossPlot
 from console.widgets.run_form import RunForm
 from console.widgets.run_log import RunLog
 from console.widgets.runs_table import RunsTable
+from trainers import protocol
 from trainers.protocol import Config
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
@@ -25,9 +30,20 @@ WIDE = (100, 30)
 class MainScreen(Screen[None]):
     """Lays the panes out for the terminal's size and puts each frame's `View` into them."""
 
-    def __init__(self, config: Config, source: str) -> None:
+    BINDINGS = [
+        Binding("n,5", "pane('setup')", "Setup pane (new run)", show=False),
+        Binding("1", "pane('runs')", "Runs pane", show=False),
+        Binding("2", "pane('plot')", "Plot pane", show=False),
+        Binding("3", "pane('devices')", "Devices pane", show=False),
+        Binding("4", "pane('log')", "Log pane", show=False),
+        Binding("o", "load", "Load a config TOML into the form", show=False),
+        Binding("w", "save", "Save the form as TOML", show=False),
+        Binding("escape", "pane('runs')", "Back to the runs pane", show=False),
+    ]
+
+    def __init__(self, config: Config, source: str, path: str) -> None:
         super().__init__()
-        self.config, self.source = config, source
+        self.config, self.source, self.path = config, source, path
         self.pane = "runs"
 
     def compose(self) -> ComposeResult:
@@ -73,6 +89,45 @@ class MainScreen(Screen[None]):
             self.query_one(RunForm).query(Input).first().focus()
         elif self.narrow:
             self.set_focus(None)
+
+    def action_pane(self, name: str) -> None:
+        """Show (narrow) or focus (wide) a pane."""
+        self.show_pane(name)
+
+    def action_load(self) -> None:
+        """Ask for a config TOML and load it into the form."""
+        self.app.push_screen(PathScreen("Load a run config (TOML):", self.path), self._load)
+
+    def _load(self, path: str | None) -> None:
+        if not path:
+            return
+        try:
+            config = protocol.load(path)
+        except protocol.ConfigError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.path = path
+        self.query_one(RunForm).load(config, path)
+        self.show_pane("setup")
+
+    def action_save(self) -> None:
+        """Ask for a path and save the form's config there as TOML."""
+        if self.query_one(RunForm).check() is None:
+            self.notify("fix the config first: see the setup pane", severity="error")
+            return
+        self.app.push_screen(PathScreen("Save the config as:", self.path), self._save)
+
+    def _save(self, path: str | None) -> None:
+        config = self.query_one(RunForm).check()
+        if not path or config is None:
+            return
+        try:
+            Path(path).expanduser().write_text(protocol.dumps(config))
+        except OSError as e:
+            self.notify(f"could not save {path}: {e.strerror}", severity="error")
+            return
+        self.path = path
+        self.notify(f"saved {path}")
 
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
         """A click on the pane bar."""

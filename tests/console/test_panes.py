@@ -8,6 +8,7 @@ from conftest import FAILED, FINISHED, RUNNING, make_app, settle, until
 from textual.widgets import Input
 
 from console.screens.help_screen import HelpScreen
+from console.screens.main_screen import MainScreen
 from console.screens.path_screen import PathScreen
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.loss_plot import LossPlot
@@ -77,7 +78,7 @@ async def test_question_mark_lists_every_key(fixture_home: Path) -> None:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         described = {description for _, description in app.screen.keys}
-        assert {b.description for b in app.BINDINGS} <= described
+        assert {b.description for b in [*app.BINDINGS, *MainScreen.BINDINGS]} <= described
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 

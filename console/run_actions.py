@@ -1,0 +1,112 @@
+"""The run lifecycle keys: launch, stop, kill (after a confirm) and resume, each a thread worker.
+
+A mixin of the app: every call into `console.services.runs` may block (process start, a stop's grace
+period, waiting for killed processes), so each runs in a thread and reports back with a notification.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import work
+
+from console.screens.confirm_screen import ConfirmScreen
+from console.screens.main_screen import MainScreen
+from console.services import runs
+from console.services.tailer import Tailer
+from console.widgets.run_form import RunForm
+from console.widgets.runs_table import RunsTable
+from trainers import protocol
+
+
+class RunActions:
+    """Launch, stop, kill and resume for the app (which provides the attributes below)."""
+
+    home: Path
+    tailer: Tailer
+    main: MainScreen
+    selected: str | None
+    _select_next: str | None
+
+    def action_launch(self) -> None:
+        """Launch the form's config as a new run."""
+        form = self.main.query_one(RunForm)
+        config = form.check()
+        if config is None:
+            self.notify("the config has a problem: see the setup pane", severity="error")
+            self.main.show_pane("setup")
+            bad = form.first_error()
+            if bad is not None:
+                bad.focus()
+            return
+        self.launch_run(config)
+
+    def on_run_form_submitted(self, event: RunForm.Submitted) -> None:
+        """Enter in the form launches."""
+        self.launch_run(event.config)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def launch_run(self, config: protocol.Config) -> None:
+        """Start a run detached (it outlives the console) and select it."""
+        run = runs.launch(config, root=self.home)
+        self.call_from_thread(self._launched, run.id)
+
+    def _launched(self, run_id: str) -> None:
+        self.notify(f"launched {run_id}")
+        self._select_next = run_id
+        self.main.show_pane("runs")
+        self.tailer.poke()
+
+    def _cursor_run(self) -> str | None:
+        # The cursor, not self.selected: its RowHighlighted message may still be queued behind this key.
+        return self.main.query_one(RunsTable).selected_id or self.selected
+
+    def _selected_run(self) -> protocol.RunDir | None:
+        self.selected = self._cursor_run()
+        if self.selected is None:
+            self.notify("no run selected", severity="warning")
+            return None
+        return protocol.RunDir(self.home / "runs" / self.selected)
+
+    def action_stop(self) -> None:
+        """Ask the selected run to checkpoint and stop."""
+        run = self._selected_run()
+        if run is not None:
+            self.notify(f"stopping {run.id}: it checkpoints, then exits")
+            self.stop_run(run)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def stop_run(self, run: protocol.RunDir) -> None:
+        """SIGTERM, then SIGKILL after the grace period (runs.stop)."""
+        state = runs.stop(run)
+        self.call_from_thread(self._done, f"{run.id}: {state}")
+
+    def action_kill(self) -> None:
+        """Kill the selected run and all its processes, after a confirm."""
+        run = self._selected_run()
+        if run is not None:
+            question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
+            self.push_screen(ConfirmScreen(question), lambda yes: self.kill_run(run) if yes else None)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def kill_run(self, run: protocol.RunDir) -> None:
+        """SIGKILL the run's process group and descendants (runs.kill)."""
+        survivors = runs.kill(run)
+        message = f"could not kill pids {survivors}" if survivors else f"{run.id}: killed"
+        self.call_from_thread(self._done, message, "error" if survivors else "information")
+
+    def action_resume(self) -> None:
+        """Start the selected run again from its last checkpoint."""
+        run = self._selected_run()
+        if run is not None:
+            self.resume_run(run)
+
+    @work(thread=True, group="runs", exit_on_error=False)
+    def resume_run(self, run: protocol.RunDir) -> None:
+        """runs.resume: refuses a running run or one without a checkpoint."""
+        runs.resume(run)
+        self.call_from_thread(self._done, f"{run.id}: resumed from its last checkpoint")
+
+    def _done(self, message: str, severity: str = "information") -> None:
+        self.notify(message, severity=severity)  # type: ignore[arg-type]
+        self.tailer.poke()
