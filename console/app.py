@@ -60,7 +60,8 @@ class TrainConsole(RunActions, App[None]):
         self.sampler = sampler or gpu.NvmlSampler()
         self.clock = clock
         self.board = Board()
-        self.tailer = Tailer(self.home, self.board, lambda: self.post_message(RunsChanged()))
+        self.tailer = Tailer(self.home, self.board, lambda: self.post_message(RunsChanged()),
+                             on_error=self._tailer_failed)
         self.selected: str | None = None
         self.marked: list[str] = []
         self.ranking = RANKINGS[0]
@@ -100,6 +101,12 @@ class TrainConsole(RunActions, App[None]):
         self.tailer.stop()
 
     # -- frames -------------------------------------------------------------------------------------
+
+    def _tailer_failed(self, text: str) -> None:
+        try:
+            self.call_from_thread(self.notify, text, severity="error", timeout=8)
+        except RuntimeError:  # the app is closing
+            pass
 
     def on_runs_changed(self, _: RunsChanged) -> None:
         """The tailer read something: draw it in the next frame."""
@@ -180,7 +187,10 @@ class TrainConsole(RunActions, App[None]):
             with self.tailer.lock:
                 live = [r for r in self.board.runs.values() if r.status == "running"]
                 leaders = {r.id: (r.pid, r.pid_started) for r in live}
-            devices = self.sampler.sample(gpu.families(leaders))
+            try:
+                devices = self.sampler.sample(gpu.families(leaders))
+            except Exception as e:  # a sampler failure is shown in the pane; sampling goes on
+                devices = gpu.Devices(note=f"device sampling failed: {type(e).__name__}: {e}")
             if worker.is_cancelled or self._stopping.is_set():
                 return
             self.call_from_thread(self._show_devices, devices)

@@ -53,8 +53,8 @@ class Tailer:
     """Follows every run under `root/runs` from a daemon thread and keeps `board` up to date."""
 
     def __init__(self, root: Path, board: Board, notify: Callable[[], None], poll: float = 0.025,
-                 scan_every: float = 1.0) -> None:
-        self.root, self.board, self.notify = Path(root), board, notify
+                 scan_every: float = 1.0, on_error: Callable[[str], None] = lambda text: None) -> None:
+        self.root, self.board, self.notify, self.on_error = Path(root), board, notify, on_error
         self.poll, self.scan_every = poll, scan_every
         self.lock = threading.RLock()
         self.loaded = threading.Event()  # set once every run's history has been read
@@ -81,14 +81,14 @@ class Tailer:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            behind = False
             try:
                 changed, behind = self.poll_once()
-                if changed:
-                    self.notify()
             except Exception as e:  # the thread must outlive anything a run directory can do to it
-                with self.lock:
-                    self.board.get("(console)").problem = f"tailer: {type(e).__name__}: {e}"
+                self.on_error(f"reading runs failed ({type(e).__name__}: {e}); still trying")
+                self._stop.wait(1.0)
+                continue
+            if changed:
+                self.notify()
             if not behind:
                 self.loaded.set()
                 self._wake.wait(self.poll)

@@ -87,3 +87,22 @@ def test_thread_notifies_and_stops(tmp_path: Path) -> None:
     t.stop()
     assert board.runs["r-0005"].loss == 0.25 and calls
     assert not t._thread.is_alive()
+
+
+def test_an_unexpected_error_is_reported_and_the_thread_goes_on(tmp_path: Path) -> None:
+    write_run(tmp_path, "r-0006", [{"t": T0, "type": "started"}])
+    board, errors = Board(), []
+    t = Tailer(tmp_path, board, lambda: None, on_error=errors.append)
+    real, calls = t.poll_once, []
+
+    def flaky() -> tuple[bool, bool]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return real()
+
+    t.poll_once = flaky  # type: ignore[method-assign]
+    t.start()
+    assert t.loaded.wait(5)
+    t.stop()
+    assert errors and "boom" in errors[0] and "r-0006" in board.runs
