@@ -101,7 +101,8 @@ class Training:
             if self.strategy.reduce_stop(self.stop.is_set(), force=True):
                 return self._stopped(epoch, saved=True)
         self.emit_node("finished", best_val_acc=self.best_acc, val_acc=self.metrics.get("val_acc"),
-                       val_loss=self.metrics.get("val_loss"), epochs=epoch, steps=self.step)
+                       val_loss=self.metrics.get("val_loss"), train_loss=self.metrics.get("train_loss"),
+                       epochs=epoch, steps=self.step)
         return Outcome("finished", dict(self.metrics))
 
     def _train_steps(self, epoch: int) -> None:
@@ -109,6 +110,8 @@ class Training:
         model, opt, meter, schedule = self.model, self.optimizer, self.meter, self.schedule
         autocast, backward_step = self.parts.precision.autocast, self.parts.precision.backward_step
         to_device, reduce_stop, stop = self.strategy.batch_to_device, self.strategy.reduce_stop, self.stop
+        if self.step >= self.max_steps:  # resumed past train.max_steps: nothing left to train
+            return
         model.train()
         batches = self.parts.train_batches.epoch(epoch, self.batches_done)
         meter.restart()  # after the epoch's reordering: the first window measures training alone
