@@ -64,7 +64,9 @@ def main() -> None:
             rates["bare"].append(bare())
             for name, overrides in CASES.items():
                 rates[name].append(under_console(overrides, home))
-            print(f"rep {rep + 1}: " + ", ".join(f"{k} {v[-1]:.0f}" for k, v in rates.items()), flush=True)
+            load = os.getloadavg()[0]  # other work on the machine skews 2-thread runs most: say how busy
+            print(f"rep {rep + 1}: " + ", ".join(f"{k} {v[-1]:.0f}" for k, v in rates.items())
+                  + f" (load {load:.1f})", flush=True)
     med = {k: statistics.median(v) for k, v in rates.items()}
     for name, values in rates.items():
         print(f"{name}: median {med[name]:.0f} samples/s {[round(v) for v in values]}")
