@@ -39,6 +39,13 @@ def mp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, list[dict[
     return in_process(tmp_path_factory.mktemp("mp-home"), config, "model-parallel")
 
 
+@pytest.fixture(scope="module")
+def dp_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunDir, list[dict[str, Any]]]:
+    """One epoch of the digits demo under dp in this process (no GPU here: the single-device fallback)."""
+    config = make_config(strategy={"name": "dp"}, train={"epochs": 1})
+    return in_process(tmp_path_factory.mktemp("dp-home"), config, "dp")
+
+
 def in_process(root: Path, config: dict[str, Any], name: str) -> tuple[RunDir, list[dict[str, Any]]]:
     """Run the loop in this process (single-process strategies) and return the run and its events."""
     (root / "runs").mkdir(parents=True, exist_ok=True)
@@ -76,9 +83,8 @@ def test_ddp_first_step_gradients_equal_single() -> None:
         torch.testing.assert_close(ddp_grads[name], grad, rtol=1e-5, atol=1e-7, msg=name)
 
 
-def test_dp_without_two_gpus_runs_single_and_says_so(home: Path) -> None:
-    config = make_config(strategy={"name": "dp"}, train={"epochs": 1})
-    _, logged = in_process(home, config, "dp")
+def test_dp_without_two_gpus_runs_single_and_says_so(dp_run: tuple[RunDir, list[dict[str, Any]]]) -> None:
+    logged = dp_run[1]
     started = next(e for e in logged if e["type"] == "started")
     warning = next(e for e in logged if e["type"] == "warning")
     assert started["strategy"] == "dp" and started["world_size"] == 1 and started["devices"] == ["cpu"]
@@ -99,9 +105,9 @@ def test_model_parallel_trains_digits_in_stages(mp_run: tuple[RunDir, list[dict[
 
 @pytest.mark.slow
 def test_checkpoints_cross_strategies(ddp_run: RunDir, mp_run: tuple[RunDir, list[dict[str, Any]]],
-                                      tmp_path: Path) -> None:
-    ddp_ckpt, mp_ckpt = ddp_run.best_ckpt, mp_run[0].last_ckpt
-    expected = {path: checkpoint.load(path)["metrics"]["val_acc"] for path in (ddp_ckpt, mp_ckpt)}
+                                      dp_run: tuple[RunDir, list[dict[str, Any]]], tmp_path: Path) -> None:
+    ddp_ckpt, mp_ckpt, dp_ckpt = ddp_run.best_ckpt, mp_run[0].last_ckpt, dp_run[0].last_ckpt
+    expected = {path: checkpoint.load(path)["metrics"]["val_acc"] for path in (ddp_ckpt, mp_ckpt, dp_ckpt)}
     raw = tmp_path / "raw_state_dict.pt"  # what torch.save(DataParallel(model).state_dict()) writes
     model = torch.nn.DataParallel(models.small_cnn((1, 8, 8), 10))
     model.module.load_state_dict(checkpoint.load(ddp_ckpt)["model"])
@@ -109,14 +115,15 @@ def test_checkpoints_cross_strategies(ddp_run: RunDir, mp_run: tuple[RunDir, lis
     assert next(iter(torch.load(raw, weights_only=True))).startswith("module.")
     expected[raw] = expected[ddp_ckpt]
 
-    for name in ("single", "model_parallel", "dp"):  # ddp -> single / model_parallel / dp
+    paths = [ddp_ckpt, raw, mp_ckpt, dp_ckpt]
+    for name in ("single", "model_parallel", "dp"):  # restored exactly as a resume restores them
         config = make_config(strategy={"name": name})
-        results = probes.restored_evals(make_strategy(config), config, [ddp_ckpt, raw, mp_ckpt])
-        assert [acc for _, acc, _ in results] == pytest.approx([expected[ddp_ckpt]] * 2 + [expected[mp_ckpt]])
-    config = make_config(strategy=DDP2)  # model_parallel and a raw state_dict -> ddp
-    results = make_strategy(config).launch(probes.restored_evals, config, [mp_ckpt, raw])
-    assert [acc for _, acc, _ in results] == pytest.approx([expected[mp_ckpt], expected[raw]])
-    assert results[0][2] == checkpoint.load(mp_ckpt)["step"] and results[1][2] == 0
+        results = probes.restored_evals(make_strategy(config), config, paths)
+        assert [acc for _, acc, _ in results] == pytest.approx([expected[p] for p in paths]), name
+    config = make_config(strategy=DDP2)  # model_parallel, dp and a raw state_dict -> ddp
+    results = make_strategy(config).launch(probes.restored_evals, config, paths[1:])
+    assert [acc for _, acc, _ in results] == pytest.approx([expected[p] for p in paths[1:]])
+    assert [step for _, _, step in results] == [0, checkpoint.load(mp_ckpt)["step"], 23]
 
 
 @pytest.mark.slow
