@@ -51,7 +51,9 @@ class Devices:
 class Sampler(Protocol):
     """Anything that turns run process families into a `Devices` snapshot."""
 
-    def sample(self, families: Mapping[str, set[int]]) -> Devices: ...
+    def sample(self, families: Mapping[str, set[int]]) -> Devices:
+        """One snapshot; `families` maps each live run's id to its process ids."""
+        ...
 
 
 def families(leaders: Mapping[str, tuple[int | None, float | None]]) -> dict[str, set[int]]:

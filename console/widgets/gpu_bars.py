@@ -31,15 +31,18 @@ class GpuBars(Widget):
     def show(self, devices: Devices | None, labels: dict[str, str]) -> None:
         """Draw a new snapshot; `labels` names each run id."""
         if devices != self.devices or labels != self.labels:
+            lines = _shape(devices) != _shape(self.devices)
             self.devices, self.labels = devices, labels
-            self.refresh(layout=True)
+            self.refresh(layout=lines)
 
     def show_run(self, label: str | None, mem: dict[str, Any] | None) -> None:
         """Show the selected run's torch memory (from its latest `step` event), or nothing."""
         selected = None if label is None else (label, mem)
         if selected != self.selected:
+            # Only a change in the number of lines needs a new layout; new figures just repaint.
+            lines = _lines(self.selected) != _lines(selected)
             self.selected = selected
-            self.refresh(layout=True)
+            self.refresh(layout=lines)
 
     def render(self) -> Group:
         """The note (wrapped), then the bars, their legend and the selected run's memory (cropped)."""
@@ -98,3 +101,16 @@ class GpuBars(Widget):
             text.append(f"  host rss {human_bytes(total)} over {len(ranks)} ranks\n")
         elif mem.get("rss"):
             text.append(f"  host rss {human_bytes(mem['rss'])}\n")
+
+
+def _lines(selected: tuple[str, dict[str, Any] | None] | None) -> tuple[int, bool]:
+    mem = (selected or ("", None))[1] or {}
+    return len(mem.get("devices") or []), bool(mem.get("ranks") or mem.get("rss"))
+
+
+def _shape(devices: Devices | None) -> tuple[object, ...]:
+    """What decides the pane's height: the devices, and how many runs each is split between."""
+    if devices is None:
+        return ()
+    host = None if devices.host is None else len(devices.host.by_run)
+    return tuple(len(g.by_run) for g in devices.gpus), host, devices.note
