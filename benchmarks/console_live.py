@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -82,11 +83,9 @@ def console(result: Path) -> None:
 
 def measure(args: argparse.Namespace) -> dict[str, object]:
     """Start the writer and the console, let them run, and report lag percentiles and console CPU."""
-    import subprocess
-
     with tempfile.TemporaryDirectory() as tmp:
         home, result = Path(tmp) / "home", Path(tmp) / "lags.json"
-        me = [sys.executable, os.environ.get("CONSOLE_LIVE_SCRIPT", __file__)]
+        me = [sys.executable, __file__]
         feed = subprocess.Popen(
             [*me, "--writer", str(home), "--runs", str(args.runs), "--rate", str(args.rate), "--seconds",
              str(args.seconds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -172,5 +171,3 @@ def demo_config(tmp_path: Path, epochs: int = 200) -> Path:
     path.write_text(text)
     return path
 
-
-os.environ.setdefault("TZ", "UTC")
