@@ -6,9 +6,12 @@ from textual_plotext import PlotextPlot
 
 from console.state import PlotLine
 
-#: Plot colours, one per run in the order they are given (the selected run first).
+#: One run: a colour per kind of line. Several runs: a colour per run (the selected run first).
+KIND_COLORS = {"train": "cyan", "val_loss": "yellow", "val_acc": "green"}
 PALETTE = ("cyan", "magenta", "yellow", "green", "blue", "red")
-LEGEND = "⣿ train loss ◆ val loss ○ val acc →"
+MARKERS = {"val_loss": "◆", "val_acc": "○"}
+LEGEND = "[cyan]⣿ train loss[/] [yellow]◆ val loss[/] [green]○ val acc →[/]"
+OVERLAY_LEGEND = "colour = run  ⣿ train loss ◆ val loss ○ val acc →"
 
 
 class LossPlot(PlotextPlot):
@@ -29,7 +32,8 @@ class LossPlot(PlotextPlot):
         """Replace what is drawn: `lines` (run order = colour order), a title, and a note if empty."""
         self.lines, self.message = lines, message
         self.border_title = title
-        self.border_subtitle = LEGEND if lines else ""
+        overlay = len({line.run_id for line in lines}) > 1
+        self.border_subtitle = (OVERLAY_LEGEND if overlay else LEGEND) if lines else ""
         self.replot()
 
     def replot(self) -> None:
@@ -41,16 +45,18 @@ class LossPlot(PlotextPlot):
             plt.title(self.message)
             self.refresh()
             return
-        colors: dict[str, str] = {}
+        runs: dict[str, str] = {}
         for line in self.lines:
-            color = colors.setdefault(line.run_id, PALETTE[len(colors) % len(PALETTE)])
+            runs.setdefault(line.run_id, PALETTE[len(runs) % len(PALETTE)])
+        few = max(4, self.size.width // 4)  # val points up to this many get markers, more get a line
+        for line in self.lines:
+            color = runs[line.run_id] if len(runs) > 1 else KIND_COLORS[line.kind]
             xs = [int(x) if x.is_integer() else x for x in line.xs]
-            if line.kind == "train":
-                plt.plot(xs, line.ys, marker="braille", color=color)
-            elif line.kind == "val_loss":
-                plt.scatter(xs, line.ys, marker="◆", color=color)
+            side = "right" if line.kind == "val_acc" else "left"
+            if line.kind == "train" or len(xs) > few:
+                plt.plot(xs, line.ys, marker="braille", color=color, yside=side)
             else:
-                plt.scatter(xs, line.ys, marker="○", color=color, yside="right")
+                plt.scatter(xs, line.ys, marker=MARKERS[line.kind], color=color, yside=side)
         plt.xlabel("step")
         _integer_ticks(plt, [x for line in self.lines for x in line.xs[:1] + line.xs[-1:]])
         self.refresh()
