@@ -23,12 +23,14 @@ EXE = str(Path(sys.executable).parent / "trainconsole")
 CASES = {
     # name: (config file, overrides, bare-loop args)
     "small_cnn": ("examples/digits.toml",
-                  ["data.name=\"synthetic\"", "data.shape=[1,8,8]", "data.samples=32768",
-                   "train.batch_size=128", "train.epochs=1", "train.max_steps=400"],
-                  ["--model", "small_cnn", "--shape", "1,8,8", "--batch-size", "128", "--steps", "400"]),
+                  ["data.name=\"synthetic\"", "data.shape=[3,32,32]", "data.samples=32768",
+                   "train.batch_size=128", "train.epochs=1", "train.max_steps=200"],
+                  ["--model", "small_cnn", "--shape", "3,32,32", "--samples", "32768", "--batch-size", "128",
+                   "--steps", "180"]),
     "resnet18": ("examples/synthetic_resnet18.toml",
                  ["train.max_steps=120", "data.samples=8192"],
-                 ["--model", "resnet18", "--shape", "3,32,32", "--batch-size", "64", "--steps", "120"]),
+                 ["--model", "resnet18", "--shape", "3,32,32", "--samples", "8192", "--batch-size", "64",
+                  "--steps", "100"]),
 }
 WARMUP_STEPS = 20
 
