@@ -10,7 +10,7 @@ from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 from console.state import COLUMNS, middle
 
 #: Fixed widths of every column but "run", which takes the rest of the width.
-WIDTHS = {"status": 8, "strategy": 8, "epoch": 6, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
+WIDTHS = {"status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
 STATUS_STYLES = {
     "running": "bold green", "finished": "cyan", "failed": "bold red", "stopped": "yellow",
     "killed": "magenta", "lost": "bold yellow",
