@@ -61,7 +61,8 @@ def test_demo_run_wait_succeeds_with_accuracy(home: Path) -> None:
     assert row["kind"] == "train" and row["strategy"] == "single" and row["ended_at"]
     import torch
 
-    ckpt = torch.load(home / "runs" / run_id / "checkpoints" / "best.pt", map_location="cpu", weights_only=True)
+    best = home / "runs" / run_id / "checkpoints" / "best.pt"
+    ckpt = torch.load(best, map_location="cpu", weights_only=True)
     assert not any(k.startswith("module.") for k in ckpt["model"])
 
 

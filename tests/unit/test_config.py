@@ -24,7 +24,8 @@ def test_defaults_validate_and_round_trip_through_toml() -> None:
 
 def test_overrides_are_typed_as_toml(tmp_path: Path) -> None:
     path = write(tmp_path, "[train]\nlr = 0.1\n")
-    config = protocol.load(path, ["train.lr=0.5", "train.epochs=2", "model.name=resnet18", "data.shape=[1,8,8]"])
+    sets = ["train.lr=0.5", "train.epochs=2", "model.name=resnet18", "data.shape=[1,8,8]"]
+    config = protocol.load(path, sets)
     assert config["train"]["lr"] == 0.5 and config["train"]["epochs"] == 2
     assert config["model"]["name"] == "resnet18" and config["data"]["shape"] == [1, 8, 8]
 
@@ -90,6 +91,7 @@ def test_protocol_does_not_import_torch() -> None:
     import subprocess
     import sys
 
-    code = "import sys, trainers.protocol; print(any(m.split('.')[0] in ('torch', 'numpy') for m in sys.modules))"
+    code = ("import sys, trainers.protocol; "
+            "print(any(m.split('.')[0] in ('torch', 'numpy') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
