@@ -21,6 +21,8 @@ run: $(VENV)/.installed
 	$(VENV)/bin/trainconsole
 
 test: $(VENV)/.installed-dev
+	@command -v tmux >/dev/null || apt-get install -y -qq tmux >/dev/null 2>&1 || echo "tmux missing: the e2e tests will be skipped"
+	$(VENV)/bin/ruff check console trainers tests benchmarks
 	$(PY) -m pytest -q -p no:cacheprovider; rc=$$?; [ $$rc -eq 5 ] && { echo "no tests collected"; exit 1; }; exit $$rc
 
 lint: $(VENV)/.installed-dev
