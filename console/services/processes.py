@@ -49,6 +49,11 @@ def family(leader: psutil.Process | None, pgid: int | None, since: float) -> lis
 
 
 def _group(pgid: int, since: float) -> list[psutil.Process]:
+    # A group id stays taken while any member lives, so if its leader's pid now belongs to a process
+    # started at another time, the group is someone else's: leave it alone.
+    leader_started = start_time(pgid)
+    if leader_started is not None and abs(leader_started - since) > START_TIME_SLACK_S:
+        return []
     found = []
     for proc in psutil.process_iter(["create_time"]):
         try:

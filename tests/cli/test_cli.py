@@ -167,8 +167,9 @@ def test_vanished_process_is_lost_and_stale_pid_is_never_signalled(home: Path) -
     info = json.loads(info_path.read_text())
     os.killpg(info["pgid"], signal.SIGKILL)
     wait_for(lambda: ls()[run_id]["status"] == "lost", timeout=10, what="lost status")
-    # A recorded pid that now belongs to someone else (here: a sleeping bystander) must not be touched.
-    bystander = subprocess.Popen(["sleep", "30"])
+    # A recorded pid that now belongs to someone else (here: a sleeping bystander leading its own process
+    # group, as a reused pid of a detached run would) must not be touched.
+    bystander = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
         info.update(pid=bystander.pid, pgid=bystander.pid)
         info_path.write_text(json.dumps(info))
