@@ -95,3 +95,13 @@ def test_protocol_does_not_import_torch() -> None:
             "print(any(m.split('.')[0] in ('torch', 'numpy') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("path", sorted(Path("examples").glob("*.toml")), ids=lambda p: p.name)
+def test_every_example_config_validates(path: Path) -> None:
+    try:
+        config = protocol.load(path)
+    except ConfigError as err:  # the transfer example names a weights file the user provides
+        assert err.field == "model.weights", err
+        return
+    assert config["model"]["name"] and config["strategy"]["name"]
