@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+from bare_loop import run_steps  # noqa: E402  (the same plain SGD step as the single-process baseline)
 
 from trainers import data, models  # noqa: E402
 from trainers.protocol import defaults  # noqa: E402
@@ -79,16 +79,6 @@ def worker(rank: int, args: argparse.Namespace, port: int) -> None:
         print(json.dumps({"samples_per_s": statistics.median(rates), "runs": rates, "ranks": args.ranks,
                           "threads": args.threads, "batch_per_rank": b}), flush=True)
     dist.destroy_process_group()
-
-
-def run_steps(model: torch.nn.Module, opt: torch.optim.Optimizer, batches: list, steps: int) -> None:
-    """`steps` plain SGD steps, cycling through the batches."""
-    for i in range(steps):
-        x, y = batches[i % len(batches)]
-        loss = F.cross_entropy(model(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
 
 
 if __name__ == "__main__":
