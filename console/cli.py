@@ -137,7 +137,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     run = _run(args.id)
     try:
         runs.resume(run)
-    except (RuntimeError, FileNotFoundError) as e:
+    except protocol.RunBusy as e:
+        fail(str(e))
+    except FileNotFoundError as e:
         fail(f"id: {e}")
     print(run.id)
     return 0

@@ -104,7 +104,11 @@ class RunActions:
     @work(thread=True, group="runs", exit_on_error=False)
     def resume_run(self, run: protocol.RunDir) -> None:
         """runs.resume: refuses a running run or one without a checkpoint."""
-        runs.resume(run)
+        try:
+            runs.resume(run)
+        except (protocol.RunBusy, FileNotFoundError) as e:  # a second `r`, or nothing to resume from
+            self.call_from_thread(self._done, str(e), "warning")
+            return
         self.call_from_thread(self._done, f"{run.id}: resumed from its last checkpoint")
 
     def _done(self, message: str, severity: str = "information") -> None:

@@ -10,11 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.history import Series
-
-Event = dict[str, Any]
-
-#: Events after which a run has ended, and the status each gives it.
-FINAL = {"finished": "finished", "failed": "failed", "stopped": "stopped", "killed": "killed"}
+from trainers.protocol import FINAL, Event, derive_status
 
 
 @dataclass(frozen=True)
@@ -43,6 +39,7 @@ class RunState:
     final: str | None = None
     final_t: float = 0.0
     alive: bool | None = None
+    queued: bool = False
     problem: str = ""
     world_size: int | None = None
     devices: Any = None
@@ -68,11 +65,8 @@ class RunState:
 
     @property
     def status(self) -> str:
-        """running, finished, failed, stopped, killed or lost, as `trainconsole ls` says it."""
-        relaunched = self.started_at is not None and self.started_at > self.final_t
-        if self.final is not None and not (relaunched and self.alive):
-            return self.final
-        return "lost" if self.alive is False else "running"
+        """running, finished, failed, stopped, killed, lost or queued: the rule `trainconsole ls` uses."""
+        return derive_status(self.final, self.final_t, self.started_at, self.alive, self.queued)
 
     def set_info(self, info: dict[str, Any], epochs: int | None = None) -> None:
         """Take the fields of run.json (and the configured epochs)."""
@@ -83,6 +77,7 @@ class RunState:
         self.pid_started = info.get("pid_started", self.pid_started)
         self.started_at = info.get("started_at", self.started_at)
         self.ended_at = info.get("ended_at", self.ended_at)
+        self.queued = bool(info.get("queued")) and self.final is None and self.world_size is None
         self.epochs = epochs if epochs is not None else self.epochs
 
     def apply(self, event: Event) -> None:
@@ -106,7 +101,7 @@ class RunState:
 
 
 def _started(run: RunState, e: Event, t: float) -> None:
-    run.final, run.failure = None, None
+    run.final, run.failure, run.queued = None, None, False
     run.strategy = e.get("strategy") or run.strategy
     for key in ("world_size", "devices", "params", "trainable_params"):
         setattr(run, key, e.get(key, getattr(run, key)))

@@ -1,7 +1,7 @@
 """`python -m trainers RUN_DIR [--resume]`: one training run, reporting through RUN_DIR/events.jsonl.
 
 Exit codes: 0 finished or stopped by SIGTERM/SIGINT, 1 failed, 2 bad invocation or invalid config.
-At the end run.json gets `status`, `ended_at` and `exit_code`.
+At the end run.json gets `ended_at` and `exit_code`; the status is derived (protocol.run_status).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m trainers: {run.path} is not a run directory", file=sys.stderr)
         return EXIT_USAGE
     events = EventWriter(run.events, run.read_info().get("id") or run.id)
-    status, code = train(run, events, stop, args.resume)
-    run.update_info(status=status, ended_at=time.time(), exit_code=code)
+    _, code = train(run, events, stop, args.resume)
+    with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
+        run.update_info(ended_at=time.time(), exit_code=code)
     events.close()
     return code
 

@@ -24,46 +24,69 @@ from . import processes
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}
 
+#: The module that runs each kind of run: `python -m MODULE RUN_DIR [--resume]`.
+ENTRY = {"train": "trainers", "tune": "trainers.tune"}
 
-def launch(config: Config, name: str = "", kind: str = "train", root: Path | None = None) -> RunDir:
-    """Create a run directory for a validated config and start its trainer process detached."""
+
+def launch(config: Config, name: str = "", kind: str = "train", root: Path | None = None,
+           argv: list[str] | None = None) -> RunDir:
+    """Create a run directory for a validated config and start its process detached.
+
+    `argv` replaces the default `python -m ENTRY[kind] RUN_DIR`; a "{run_dir}" in it becomes the run's path.
+    """
     root = root or protocol.home()
     name = name or f"{config['model']['name']}-{config['data']['name']}"
     run = RunDir.create(root, protocol.new_run_id(name))
     run.config.write_text(protocol.dumps(config))
-    run.write_info({
-        "id": run.id, "name": name, "kind": kind, "strategy": config["strategy"]["name"],
-        "host": socket.gethostname(), "cwd": os.getcwd(), "status": "running", "ended_at": None,
-    })
-    _start(run, [])
+    info = {"id": run.id, "name": name, "kind": kind, "strategy": config["strategy"]["name"],
+            "host": socket.gethostname(), "cwd": os.getcwd(), "ended_at": None}
+    if argv is not None:
+        info["argv"] = argv
+    with run.lock():
+        _start(run, _command(run, info, resume=False), info)
     return run
 
 
 def resume(run: RunDir) -> RunDir:
-    """Start a stopped, failed, killed or lost run again from its `last.pt`; its event log continues."""
-    if status(run) == "running":
-        raise RuntimeError(f"run {run.id} is still running")
-    if not run.last_ckpt.exists():
-        raise FileNotFoundError(f"run {run.id} has no checkpoint to resume from ({run.last_ckpt})")
-    _start(run, ["--resume"])
+    """Start a stopped, failed, killed or lost run again from its `last.pt`; its event log continues.
+
+    Raises RunBusy if the run's process is alive (another resume may have just started it).
+    """
+    with run.lock():
+        info = run.read_info()
+        if protocol.process_alive(info.get("pid"), info.get("pid_started")):
+            raise protocol.RunBusy(run.id)
+        builtin = not info.get("argv") and info.get("kind", "train") == "train"
+        if builtin and not run.last_ckpt.exists():
+            raise FileNotFoundError(f"run {run.id} has no checkpoint to resume from ({run.last_ckpt})")
+        _start(run, _command(run, info, resume=True), info)
     return run
 
 
-def _start(run: RunDir, extra: list[str]) -> None:
+def _command(run: RunDir, info: dict[str, Any], resume: bool) -> list[str]:
+    argv = info.get("argv")
+    if argv:
+        return [str(a).replace("{run_dir}", str(run.path)) for a in argv] + (["--resume"] if resume else [])
+    module = ENTRY.get(info.get("kind", "train"), "trainers")
+    return [sys.executable, "-m", module, str(run.path), *(["--resume"] if resume else [])]
+
+
+def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:
+    """Start the run's process (the caller holds the run's lock) and record its identity in run.json."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cwd = run.read_info().get("cwd") or os.getcwd()
+    cwd = info.get("cwd") or os.getcwd()
     # Plug-ins ("package.module:factory") resolve against the directory the run was launched from.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (cwd, env.get("PYTHONPATH", "")) if p)
     with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "trainers", str(run.path), *extra],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env,
+            command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env,
             start_new_session=True, close_fds=True,
         )
     _children[run.id] = proc
     started = processes.start_time(proc.pid) or time.time()
-    run.update_info(pid=proc.pid, pgid=proc.pid, pid_started=started, started_at=time.time(),
-                    status="running", ended_at=None)
+    info = {k: v for k, v in info.items() if k != "status"}  # the status is derived, never stored
+    run.write_info({**info, "pid": proc.pid, "pgid": proc.pid, "pid_started": started,
+                    "started_at": time.time(), "ended_at": None})
 
 
 def leader(run: RunDir, info: dict[str, Any] | None = None) -> Any:
@@ -76,15 +99,11 @@ def leader(run: RunDir, info: dict[str, Any] | None = None) -> Any:
 
 
 def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] | None = None) -> str:
-    """running, finished, failed, stopped, killed or lost (the process vanished without a final event)."""
-    events = protocol.tail(run.events) if events is None else events
-    for event in reversed(events):
-        kind = event.get("type")
-        if kind in protocol.FINAL:
-            return protocol.FINAL[kind]
-        if kind == "started":
-            break
-    return "running" if leader(run, info) is not None else "lost"
+    """The run's one status (`protocol.run_status`), after reaping a child of ours that has exited."""
+    child = _children.get(run.id)
+    if child is not None:
+        child.poll()
+    return protocol.run_status(run, events, info)
 
 
 def summary(run: RunDir) -> dict[str, Any]:
@@ -105,10 +124,12 @@ def summary(run: RunDir) -> dict[str, Any]:
 
 def stop(run: RunDir, grace: float = 30.0) -> str:
     """SIGTERM the run (it checkpoints and emits `stopped`); kill it if it outlives `grace` seconds."""
-    proc = leader(run)
-    if proc is None:
-        return status(run)
-    proc.send_signal(signal.SIGTERM)
+    with run.lock():
+        proc = leader(run)
+        if proc is None:
+            return status(run)
+        proc.send_signal(signal.SIGTERM)
+    # Wait outside the lock, so that a `kill` during the grace period is not held up.
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and leader(run) is not None:
         time.sleep(0.1)
@@ -119,15 +140,16 @@ def stop(run: RunDir, grace: float = 30.0) -> str:
 
 def kill(run: RunDir) -> list[int]:
     """SIGKILL the run's process group and every descendant; record `killed`. Returns surviving pids."""
-    info = run.read_info()
-    was = status(run, info=info)
-    procs = processes.family(leader(run, info), info.get("pgid"), info.get("pid_started") or 0.0)
-    survivors = processes.kill_all(procs)
-    if run.id in _children:
-        _children[run.id].poll()
-    if not survivors and (was == "running" or (was == "lost" and procs)):
-        protocol.EventWriter(run.events, run.id).emit("killed", pids=sorted(p.pid for p in procs))
-        run.update_info(status="killed", ended_at=time.time())
+    with run.lock():
+        info = run.read_info()
+        was = status(run, info=info)
+        procs = processes.family(leader(run, info), info.get("pgid"), info.get("pid_started") or 0.0)
+        survivors = processes.kill_all(procs)
+        if run.id in _children:
+            _children[run.id].poll()
+        if not survivors and (was in ("running", "queued") or (was == "lost" and procs)):
+            protocol.EventWriter(run.events, run.id).emit("killed", pids=sorted(p.pid for p in procs))
+            run.update_info(ended_at=time.time())
     return [p.pid for p in survivors]
 
 

@@ -6,7 +6,6 @@ import os
 import signal
 from pathlib import Path
 
-import psutil
 import pytest
 from conftest import alive, demo_config, family, settle, until
 
@@ -125,4 +124,4 @@ async def test_a_run_that_vanishes_is_shown_lost(home: Path, tmp_path: Path,
         await until(pilot, lambda: cell(app, long_run.id, "status") == "lost", 20, "status lost")
         with app.tailer.lock:
             assert app.board.runs[long_run.id].alive is False
-    assert psutil.pid_exists(os.getpid())
+    assert protocol.run_status(long_run) == "lost"  # the console and `ls` agree: one rule for both

@@ -16,7 +16,7 @@ import pytest
 from trainer_runs import REPO, events, make_config, make_run, start, wait_for
 
 from console.services import runs
-from trainers import checkpoint
+from trainers import checkpoint, protocol
 from trainers.protocol import RunDir
 from trainers.protocol import home as home_dir
 from trainers.strategies.rendezvous import free_port
@@ -60,7 +60,7 @@ def test_a_failing_rank_fails_the_run_fast_and_leaves_nothing(home: Path,
     assert len(failed) == 1 and failed[0]["rank"] == 1
     assert failed[0]["cause"].startswith("rank 1: RuntimeError: injected failure")
     assert "reduce_stop" in failed[0]["traceback"]  # rank 1's own traceback, not the launcher's
-    assert run.read_info()["status"] == "failed" and run.read_info()["exit_code"] == 1
+    assert protocol.run_status(run) == "failed" and run.read_info()["exit_code"] == 1
     wait_for(lambda: not alive_in_group(run.read_info()["pgid"]), timeout=3, what="no process left")
 
 
@@ -79,7 +79,7 @@ def test_stop_agrees_on_a_step_checkpoints_and_exits(home: Path) -> None:
     assert logged[-1]["type"] == "stopped" and logged[-2]["type"] == "checkpoint"
     state = checkpoint.load(run.last_ckpt)
     assert state["step"] == logged[-1]["step"] == logged[-2]["step"] > 100
-    assert run.read_info()["status"] == "stopped" and run.read_info()["exit_code"] == 0
+    assert protocol.run_status(run) == "stopped" and run.read_info()["exit_code"] == 0
     wait_for(lambda: not alive_in_group(run.read_info()["pgid"]), timeout=3, what="no process left")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from trainer_runs import events, make_config, make_run, train
 
-from trainers import data, models
+from trainers import data, models, protocol
 from trainers.protocol import RunDir
 
 
@@ -31,7 +31,7 @@ def test_digits_demo_learns_and_reports(tc_home: Path) -> None:
     assert len(finished) == 1 and finished[0]["best_val_acc"] >= 0.90
     assert finished[0]["epochs"] == 5 and finished[0]["steps"] == 5 * 23
     info = run.read_info()
-    assert info["status"] == "finished" and info["exit_code"] == 0 and info["ended_at"] > 0
+    assert protocol.run_status(run) == "finished" and info["exit_code"] == 0 and info["ended_at"] > 0
     check_event_fields(run)
     check_best_checkpoint(run, config, finished[0]["best_val_acc"])
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from trainer_runs import events, make_config, make_run, train
 
-from trainers import data
+from trainers import data, protocol
 from trainers.guards import DataFilesMissing, NonFiniteLossError, explain
 
 PLUGINS = textwrap.dedent('''
@@ -32,7 +32,7 @@ def failed_run(tc_home: Path, tmp_path: Path, config: dict) -> tuple[int, dict]:
     failed = events(run, "failed")
     assert len(failed) == 1 and events(run)[-1]["type"] == "failed", run.stderr.read_text()
     assert "\n" not in failed[0]["cause"] and failed[0]["traceback"].count("\n") < 15
-    assert run.read_info()["status"] == "failed" and run.read_info()["exit_code"] == code
+    assert protocol.run_status(run) == "failed" and run.read_info()["exit_code"] == code
     return code, failed[0]
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from trainer_runs import events, make_config, make_run, start, train, wait_for
 
-from trainers import checkpoint
+from trainers import checkpoint, protocol
 from trainers.protocol import dumps
 
 
@@ -25,7 +25,7 @@ def test_sigterm_stops_and_resume_continues(tc_home: Path) -> None:
     assert len(stopped) == 1 and events(run)[-1]["type"] == "stopped"
     saved = [e for e in events(run, "checkpoint") if e["path"].endswith("last.pt")][-1]
     assert saved["step"] == stopped[0]["step"] and saved["t"] <= stopped[0]["t"]
-    assert run.read_info()["status"] == "stopped" and run.read_info()["exit_code"] == 0
+    assert protocol.run_status(run) == "stopped" and run.read_info()["exit_code"] == 0
     state = checkpoint.load(run.last_ckpt)
     stop_step, stop_epoch = stopped[0]["step"], stopped[0]["epoch"]
     assert state["step"] == stop_step and state["epoch"] == stop_epoch
@@ -44,7 +44,7 @@ def test_sigterm_stops_and_resume_continues(tc_home: Path) -> None:
     assert after[-1]["type"] == "finished" and after[-1]["epochs"] == stop_epoch + 2
     per_epoch = events(run, "started")[0]["steps_per_epoch"]
     assert after[-1]["steps"] == (stop_epoch + 2) * per_epoch  # no batch trained twice, none skipped
-    assert run.read_info()["status"] == "finished"
+    assert protocol.run_status(run) == "finished"
 
 
 def test_resume_without_checkpoint_starts_fresh_with_warning(tc_home: Path) -> None:

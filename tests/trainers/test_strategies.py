@@ -14,7 +14,7 @@ import strategy_probes as probes
 import torch
 from trainer_runs import events, make_config, make_run, train
 
-from trainers import checkpoint, loop, models
+from trainers import checkpoint, loop, models, protocol
 from trainers.protocol import EventWriter, RunDir, read_all
 from trainers.signals import StopFlag
 from trainers.strategies import make_strategy
@@ -68,7 +68,7 @@ def test_ddp_trains_digits_as_well_as_single(ddp_run: RunDir) -> None:
     assert [r["rank"] for r in ranks] == [0, 1] and all(r["rss"] > 100 << 20 for r in ranks)
     state = torch.load(ddp_run.best_ckpt, map_location="cpu", weights_only=True)
     assert not any(k.startswith("module.") for k in state["model"])
-    assert ddp_run.read_info()["status"] == "finished"
+    assert protocol.run_status(ddp_run) == "finished"
 
 
 @pytest.mark.slow

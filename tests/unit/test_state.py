@@ -106,8 +106,8 @@ class TestRunState:
         run.set_info({"started_at": T0 + 9, "pid": 1})
         run.alive = True
         assert run.status == "running"
-        run.alive = False
-        assert run.status == "stopped"
+        run.alive = False  # the resumed process vanished without a final event of its own
+        assert run.status == "lost"
 
     def test_unknown_and_malformed_events_are_ignored(self) -> None:
         run = RunState("r")

@@ -3,9 +3,11 @@
 from .config import SCHEMA, Config, ConfigError, apply_override, defaults, dumps, load, validate
 from .events import FINAL, STATUSES, Event, EventReader, EventWriter, make_event, read_all, tail
 from .rundir import KINDS, RunDir, home, list_runs, new_run_id
+from .runstate import RunBusy, derive_status, last_final, process_alive, run_status
 
 __all__ = [
     "FINAL", "KINDS", "SCHEMA", "STATUSES", "Config", "ConfigError", "Event", "EventReader", "EventWriter",
     "RunDir", "apply_override", "defaults", "dumps", "home", "list_runs", "load", "make_event",
-    "new_run_id", "read_all", "tail", "validate",
+    "new_run_id", "read_all", "tail", "validate", "RunBusy", "derive_status", "last_final",
+    "process_alive", "run_status",
 ]

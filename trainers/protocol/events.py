@@ -28,7 +28,7 @@ KILLED = "killed"
 
 #: Events after which a run has ended, mapped to the status they give it.
 FINAL = {FINISHED: "finished", FAILED: "failed", STOPPED: "stopped", KILLED: "killed"}
-STATUSES = ("running", "finished", "failed", "stopped", "killed", "lost")
+STATUSES = ("running", "finished", "failed", "stopped", "killed", "lost", "queued")
 
 Event = dict[str, Any]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -10,7 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-KINDS = ("train", "tune")
+from .runstate import locked
+
+KINDS = ("train", "tune", "script")
 
 
 def home() -> Path:
@@ -50,6 +53,7 @@ class RunDir:
         self.checkpoints = self.path / "checkpoints"
         self.last_ckpt = self.checkpoints / "last.pt"
         self.best_ckpt = self.checkpoints / "best.pt"
+        self.lock_path = self.path / ".lock"
 
     @classmethod
     def create(cls, root: Path, run_id: str) -> RunDir:
@@ -67,6 +71,10 @@ class RunDir:
             return cls(exact)
         hits = [p for p in list_runs(root) if p.id.startswith(run_id) or p.id.endswith(run_id)]
         return hits[0] if len(hits) == 1 and run_id else None
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        """The run's lifecycle lock: launch, resume, stop and kill hold it, so they never interleave."""
+        return locked(self.lock_path)
 
     def read_info(self) -> dict[str, Any]:
         """run.json as a dict ({} if missing or unreadable)."""
