@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.history import Series
+from console.leaderboard import Search
 from trainers.protocol import FINAL, Event, derive_status
 
 
@@ -62,6 +63,7 @@ class RunState:
     val_accs: Series = field(default_factory=Series)
     notes: deque[Note] = field(default_factory=lambda: deque(maxlen=200))
     failure: dict[str, Any] | None = None
+    search: Search | None = None  # a tune run's trials
 
     @property
     def status(self) -> str:
@@ -105,6 +107,9 @@ def _started(run: RunState, e: Event, t: float) -> None:
     run.strategy = e.get("strategy") or run.strategy
     for key in ("world_size", "devices", "params", "trainable_params"):
         setattr(run, key, e.get(key, getattr(run, key)))
+    if e.get("metric") and e.get("mode") in ("max", "min"):  # a tune run names what it optimises
+        run.search = run.search or Search()
+        run.search.metric, run.search.mode = str(e["metric"]), e["mode"]
     resumed = e.get("resumed_from_step")
     text = f"started: {run.strategy or '?'} on {_devices(e.get('devices'))}"
     if run.params is not None:
@@ -163,6 +168,8 @@ def _final(run: RunState, e: Event, t: float) -> None:
         cause = e.get("cause") or "unknown cause"
         run.notes.append(Note(t, "error", f"failed: {cause}", str(e.get("hint") or "")))
     elif kind == "finished":
+        if run.search is not None and e.get("best_trial"):
+            run.search.best_trial = str(e["best_trial"])
         best = e.get("best_val_acc", run.best_val_acc)
         run.best_val_acc = best if _is_num(best) else run.best_val_acc
         text = "finished" + (f": best val acc {best:.4f}" if _is_num(best) else "")
@@ -171,11 +178,19 @@ def _final(run: RunState, e: Event, t: float) -> None:
         run.notes.append(Note(t, "warning" if kind == "killed" else "info", kind))
 
 
+def _trial(run: RunState, e: Event, t: float) -> None:
+    run.search = run.search or Search()
+    run.search.apply(e)
+    if e.get("status") == "error" and e.get("cause"):
+        number = e.get("number") or e.get("trial_id")
+        run.notes.append(Note(t, "error", f"trial #{number} failed: {e['cause']}"))
+
+
 def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 _HANDLERS = {
     "started": _started, "step": _step, "eval": _eval, "warning": _warning, "oom_recovered": _oom,
-    "finished": _final, "failed": _final, "stopped": _final, "killed": _final,
+    "finished": _final, "failed": _final, "stopped": _final, "killed": _final, "trial": _trial,
 }

@@ -1,0 +1,122 @@
+"""A tune run's trials, built from its `trial` events and ranked live by the tune metric (pure: no Textual).
+
+A `trial` event carries `trial_id`, `number`, `config` (the searched keys, short names), `status`
+(pending, running, terminated, stopped_early, error, killed), `iteration`, `metrics` and, on error, `cause`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.history import Series
+
+Event = dict[str, Any]
+
+#: Trial statuses as the leaderboard shows them (`stopped_early` gets the iteration it reached).
+SHORT_STATUS = {"pending": "pending", "running": "running", "terminated": "done", "stopped_early": "cut",
+                "error": "error", "killed": "killed", "stopped": "stopped"}
+
+
+@dataclass
+class Trial:
+    """One trial of a search: its searched values, status, and the tune metric over iterations."""
+
+    id: str
+    number: int = 0
+    status: str = "pending"
+    iteration: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    cause: str = ""
+    best: float | None = None
+    curve: Series = field(default_factory=Series)
+
+    def apply(self, event: Event, metric: str, mode: str) -> None:
+        """Take one `trial` event."""
+        self.number = _int(event.get("number"), self.number)
+        self.status = str(event.get("status") or self.status)
+        self.iteration = _int(event.get("iteration"), self.iteration)
+        self.config = event.get("config") if isinstance(event.get("config"), dict) else self.config
+        self.cause = str(event.get("cause") or self.cause)
+        metrics = event.get("metrics")
+        if isinstance(metrics, dict) and metrics:
+            self.metrics = {**self.metrics, **metrics}
+            value = metrics.get(metric)
+            if _finite(value) and self.curve.append(self.iteration, value):
+                better = self.best is None or (value > self.best if mode == "max" else value < self.best)
+                self.best = value if better else self.best
+
+
+@dataclass
+class Search:
+    """The tune metric and mode of a search, and its trials by id."""
+
+    metric: str = "val_acc"
+    mode: str = "max"
+    trials: dict[str, Trial] = field(default_factory=dict)
+    best_trial: str | None = None  # from the search's `finished` event, when it has one
+
+    def apply(self, event: Event) -> None:
+        """Take a `trial` event (others are ignored)."""
+        trial_id = event.get("trial_id")
+        if event.get("type") != "trial" or not trial_id:
+            return
+        trial = self.trials.get(str(trial_id))
+        if trial is None:
+            trial = self.trials[str(trial_id)] = Trial(str(trial_id))
+        trial.apply(event, self.metric, self.mode)
+
+    def ranked(self) -> list[Trial]:
+        """Trials best first by their best metric value; trials with none yet last, by number."""
+        sign = -1.0 if self.mode == "max" else 1.0
+        return sorted(self.trials.values(),
+                      key=lambda t: (t.best is None, sign * (t.best or 0.0), t.number, t.id))
+
+    def leader(self) -> Trial | None:
+        """The best trial so far (the search's own verdict once it has finished)."""
+        if self.best_trial in self.trials:
+            return self.trials[self.best_trial]
+        ranked = self.ranked()
+        return ranked[0] if ranked and ranked[0].best is not None else None
+
+
+def status_text(trial: Trial) -> str:
+    """`cut@3` for a trial the early stopper stopped at iteration 3, else the short status."""
+    if trial.status == "stopped_early":
+        return f"cut@{trial.iteration}"
+    return SHORT_STATUS.get(trial.status, trial.status)
+
+
+def searched(config: dict[str, Any]) -> str:
+    """The searched values, compact: `lr=0.0123 bs=64 opt=adam`."""
+    return " ".join(f"{key}={_short(value)}" for key, value in config.items())
+
+
+def rows(search: Search) -> list[tuple[str, tuple[str, ...]]]:
+    """The leaderboard's rows, best first: (trial id, (rank mark, trial, status, iter, metric, values))."""
+    leader = search.leader()
+    out = []
+    for trial in search.ranked():
+        mark = "★" if leader is not None and trial.id == leader.id else ""
+        metric = "-" if trial.best is None else f"{trial.best:.4g}"
+        values = trial.cause if trial.status == "error" else searched(trial.config)
+        name = f"#{trial.number}" if trial.number else trial.id[-6:]
+        cells = (mark, name, status_text(trial), str(trial.iteration), metric, values)
+        out.append((trial.id, cells))
+    return out
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
