@@ -100,3 +100,13 @@ def test_protocol_stays_stdlib_only(module: str) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert protocol.run_status is run_status
+
+
+def test_a_trial_stop_request_is_a_file_the_driver_can_list(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    run = RunDir.create(tmp_path, "t1")
+    assert protocol.trial_stops_requested(run.path) == set()
+    protocol.request_trial_stop(run, "abc_00003")
+    assert protocol.trial_stops_requested(run.path) == {"abc_00003"}
+    with pytest.raises(ValueError, match="trial_id"):
+        protocol.request_trial_stop(run, "../escape")
