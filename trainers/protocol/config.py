@@ -170,6 +170,8 @@ def validate(raw: dict[str, Any]) -> Config:
     """Check every section and key against SCHEMA; return the full config with defaults filled in."""
     config = defaults()
     for section, values in raw.items():
+        if section == "tune":  # a tune run's own section (tune_config.py checks it); a plain run ignores it
+            continue
         if section not in SCHEMA:
             raise ConfigError(section, "unknown section; allowed: " + ", ".join(SCHEMA))
         if not isinstance(values, dict):
@@ -257,4 +259,6 @@ def _toml_value(v: Any) -> str:
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(v, list):
         return "[" + ", ".join(_toml_value(i) for i in v) + "]"
+    if isinstance(v, dict):  # an inline table, e.g. [tune]'s search space
+        return "{ " + ", ".join(f"{_toml_value(str(k))} = {_toml_value(i)}" for k, i in v.items()) + " }"
     return repr(v)

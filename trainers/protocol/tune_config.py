@@ -1,0 +1,218 @@
+"""A tune run's config: the run config plus `[tune]` and its search space `[tune.space]` (stdlib only).
+
+Everything here is checked before Ray starts, so a bad search exits 2 with one line naming the field and
+creates nothing. Space keys are `section.key` of the run config; each value a trial may get (every
+`choice`/`grid` value, both ends of a range) is validated like a run config, so a trial never starts
+with a value a plain run would refuse.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from typing import Any
+
+from .config import SCHEMA, Config, ConfigError, Field, apply_override, validate
+
+SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bayesopt")
+SPACE_KINDS = ("choice", "grid", "uniform", "loguniform", "randint", "quniform")
+METRICS = ("val_acc", "val_loss", "train_loss", "best_val_acc")
+#: Which kinds each searcher can take (Ray's searchers refuse the others, or silently drop them).
+KINDS_FOR = {
+    "grid": SPACE_KINDS, "random": SPACE_KINDS,
+    "optuna": ("choice", "uniform", "loguniform", "randint", "quniform"),
+    "hyperopt": ("choice", "uniform", "loguniform", "randint", "quniform"),
+    "bayesopt": ("uniform", "quniform"),  # BayesOptSearch takes float ranges only, on a linear scale
+}
+ADDRESS = re.compile(r"^(auto|(ray://)?[\w.\-]+:\d+)$")
+
+
+def _one_of(*choices: Any):  # type: ignore[no-untyped-def]
+    return lambda v: None if v in choices else "must be one of " + ", ".join(map(str, choices))
+
+
+def _at_least(low: float):  # type: ignore[no-untyped-def]
+    return lambda v: None if v >= low else f"must be >= {low}"
+
+
+TUNE_SCHEMA: dict[str, Field] = {
+    "search": Field(str, "random", _one_of(*SEARCHERS), "grid, random, optuna, hyperopt, bayesopt"),
+    "num_samples": Field(int, 8, _at_least(1), "trials (per grid point for grid)"),
+    "metric": Field(str, "val_acc", _one_of(*METRICS), "the metric to optimise (reported per epoch)"),
+    "mode": Field(str, "max", _one_of("max", "min")),
+    "scheduler": Field(str, "asha", _one_of("asha", "none"), "asha: stop weak trials early"),
+    "max_t": Field(int, 0, _at_least(0), "epochs at most (also the trials' train.epochs); 0 = train.epochs"),
+    "grace_period": Field(int, 1, _at_least(1), "ASHA: epochs before a trial may be stopped"),
+    "reduction_factor": Field(float, 2.0, lambda v: None if v > 1 else "must be > 1"),
+    "max_concurrent": Field(int, 2, _at_least(1), "trials at once"),
+    "cpus_per_trial": Field(float, 1.0, lambda v: None if v > 0 else "must be > 0"),
+    "gpus_per_trial": Field(float, 0.0, _at_least(0), "fractions allowed (0.5: two trials share a GPU)"),
+    "ray_address": Field(str, "", lambda v: None if not v or ADDRESS.match(v) else
+                         "must be empty (a local Ray), 'auto' or HOST:PORT", "join this Ray cluster"),
+    "reuse_actors": Field(bool, True, help="reuse Ray workers between trials (no torch re-import)"),
+    "seed": Field(int, 0, help="the searcher's random seed"),
+    "space": Field(dict, {}, help="the search space: \"section.key\" = { kind = [...] }"),
+}
+
+
+def load_tune(path: str | os.PathLike[str], overrides: list[str] = ()) -> Config:  # type: ignore[assignment]
+    """Read a tune config (run config + `[tune]`), apply `--set` overrides, validate both; the result's
+    `tune` holds every `[tune]` key resolved (max_t filled in) and `tune.space`."""
+    raw = _read(path)
+    for item in overrides:
+        apply_tune_override(raw, item)
+    return validate_tune(raw)
+
+
+def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError("config", "file not found", str(path)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError("config", f"is not valid TOML: {e}") from None
+
+
+def apply_tune_override(raw: dict[str, Any], item: str) -> None:
+    """`--set tune.KEY=V` and `--set tune.space.SECTION.KEY={kind=[...]}` go to `[tune]`; others as usual."""
+    key = item.partition("=")[0].strip()
+    if not key.startswith("tune."):
+        apply_override(raw, item)
+        return
+    probe: dict[str, Any] = {}
+    apply_override(probe, item)  # parses the value as TOML, like every --set
+    (name, value), = probe["tune"].items()
+    tune = raw.setdefault("tune", {})
+    if name.startswith("space."):
+        tune.setdefault("space", {})[name.removeprefix("space.")] = value
+    else:
+        tune[name] = value
+
+
+def validate_tune(raw: dict[str, Any]) -> Config:
+    """The validated run config with a validated, resolved `tune` section."""
+    raw = dict(raw)
+    tune_raw = raw.pop("tune", None)
+    if not isinstance(tune_raw, dict):
+        raise ConfigError("tune", "a tune config needs a [tune] section (with [tune.space])")
+    config = validate(raw)
+    tune = {k: _copy(f.default) for k, f in TUNE_SCHEMA.items()}
+    for key, value in tune_raw.items():
+        tune[key] = _check(key, value)
+    tune["max_t"] = tune["max_t"] or config["train"]["epochs"]
+    config["train"]["epochs"] = tune["max_t"]
+    _check_tune(config, tune)
+    tune["space"] = {k: _check_entry(raw, k, entry, tune["search"]) for k, entry in tune["space"].items()}
+    config["tune"] = tune
+    return config
+
+
+def _copy(v: Any) -> Any:
+    return dict(v) if isinstance(v, dict) else v
+
+
+def _check(key: str, value: Any) -> Any:
+    name = f"tune.{key}"
+    spec = TUNE_SCHEMA.get(key)
+    if spec is None:
+        raise ConfigError(name, "unknown key; allowed: " + ", ".join(TUNE_SCHEMA))
+    if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if isinstance(value, bool) is not (spec.type is bool) or not isinstance(value, spec.type):
+        what = "a table of search keys" if spec.type is dict else spec.type.__name__
+        raise ConfigError(name, f"must be {what}", value)
+    problem = spec.check(value)
+    if problem:
+        raise ConfigError(name, problem, value)
+    return value
+
+
+def _check_tune(config: Config, tune: dict[str, Any]) -> None:
+    if config["strategy"]["name"] != "single":
+        raise ConfigError("strategy.name", "must be single in a tune config (each trial is one process)",
+                          config["strategy"]["name"])
+    if tune["scheduler"] == "asha" and tune["grace_period"] > tune["max_t"]:
+        raise ConfigError("tune.grace_period", f"must be <= tune.max_t ({tune['max_t']})",
+                          tune["grace_period"])
+    space = tune["space"]
+    if not space:
+        raise ConfigError("tune.space", "must hold at least one key, e.g. "
+                          '"train.lr" = { loguniform = [1e-4, 0.1] }')
+    grids = [k for k, v in space.items() if _kind_of(f"tune.space.{k}", v)[0] == "grid"]
+    if tune["search"] == "grid" and not grids:
+        raise ConfigError("tune.search", "grid needs at least one grid key in [tune.space]: { grid = [...] }")
+
+
+def _kind_of(name: str, entry: Any) -> tuple[str, Any]:
+    if not isinstance(entry, dict) or len(entry) != 1:
+        raise ConfigError(name, "must be a table with one kind, e.g. { choice = [32, 64] }; kinds: "
+                          + ", ".join(SPACE_KINDS), entry)
+    (kind, args), = entry.items()
+    if kind not in SPACE_KINDS:
+        raise ConfigError(name, "unknown kind; allowed: " + ", ".join(SPACE_KINDS), kind)
+    return kind, args
+
+
+def _check_entry(raw: dict[str, Any], key: str, entry: Any, search: str) -> dict[str, Any]:
+    """One search key: a config key, a kind the searcher takes, arguments of the right shape, and
+    every value a trial may get valid in the run config."""
+    name = f"tune.space.{key}"
+    section, _, item = key.partition(".")
+    if section not in SCHEMA or item not in SCHEMA[section]:
+        raise ConfigError(name, "is not a config key; keys are section.key, e.g. train.lr")
+    kind, args = _kind_of(name, entry)
+    if kind not in KINDS_FOR[search]:
+        raise ConfigError(name, f"{search} search takes only " + ", ".join(KINDS_FOR[search]), kind)
+    if kind in ("choice", "grid"):
+        values = _choices(name, kind, args)
+    else:
+        values = _range(name, kind, args, SCHEMA[section][item])
+    for value in values:
+        _check_value(raw, name, section, item, value)
+    return {kind: list(args)}
+
+
+def _choices(name: str, kind: str, args: Any) -> list[Any]:
+    if not isinstance(args, list) or not args:
+        raise ConfigError(name, f"{kind} takes a non-empty list of values", args)
+    return args
+
+
+def _range(name: str, kind: str, args: Any, spec: Field) -> list[Any]:
+    """The ends of a range (the values a trial may get at the extremes), after checking its shape."""
+    size = 3 if kind == "quniform" else 2
+    shape = {"quniform": "[low, high, q]", "randint": "[low, high) of integers"}.get(kind, "[low, high]")
+    if not isinstance(args, list) or len(args) != size or not all(_number(a) for a in args):
+        raise ConfigError(name, f"{kind} takes {shape}", args)
+    low, high = args[0], args[1]
+    if not low < high:
+        raise ConfigError(name, f"{kind} needs low < high", args)
+    if kind == "loguniform" and low <= 0:
+        raise ConfigError(name, "loguniform needs 0 < low < high", args)
+    if kind == "randint" and not all(isinstance(a, int) for a in args):
+        raise ConfigError(name, "randint takes integers [low, high)", args)
+    if kind == "quniform" and args[2] <= 0:
+        raise ConfigError(name, "quniform needs q > 0", args)
+    types = spec.type if isinstance(spec.type, tuple) else (spec.type,)
+    if kind in ("uniform", "loguniform") and float not in types:
+        raise ConfigError(name, f"{kind} samples floats; use randint or quniform for an integer key", kind)
+    if kind == "quniform" and float not in types and not all(float(a).is_integer() for a in args):
+        raise ConfigError(name, "quniform over an integer key takes integer [low, high, q]", args)
+    return [low, high - 1] if kind == "randint" else [low, high]
+
+
+def _check_value(raw: dict[str, Any], name: str, section: str, item: str, value: Any) -> None:
+    """Validate the whole run config with this value in place (cross-key checks included)."""
+    trial = {s: dict(v) for s, v in raw.items() if isinstance(v, dict)}
+    trial.setdefault(section, {})[item] = value
+    try:
+        validate(trial)
+    except ConfigError as e:
+        raise ConfigError(name, f"value {value!r} is not allowed: {e}") from None
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
