@@ -7,6 +7,7 @@ replaced for `num_classes`, and `model.freeze_backbone` leaves only the head tra
 from __future__ import annotations
 
 import importlib
+import itertools
 from typing import Any
 
 import torch
@@ -124,6 +125,28 @@ def freeze_backbone(model: nn.Module) -> None:
     head = {id(p) for p in find_head(model)[2].parameters()}
     for p in model.parameters():
         p.requires_grad_(id(p) in head)
+
+
+def has_lazy(model: nn.Module) -> bool:
+    """True while some parameter or buffer of a lazy module (nn.LazyLinear, ...) has no shape yet."""
+    from torch.nn.parameter import is_lazy
+
+    return any(is_lazy(t) for t in itertools.chain(model.parameters(), model.buffers()))
+
+
+def materialise(model: nn.Module, sample: torch.Tensor) -> nn.Module:
+    """Give lazy modules their shapes with one forward of `sample` (one input, batch of 1) on its device.
+
+    Runs in eval mode without grad, so BatchNorm statistics and autograd are untouched; parameters must
+    exist before they are counted, wrapped (DDP, DataParallel) or split into stages.
+    """
+    if not has_lazy(model):
+        return model
+    model = model.to(sample.device)
+    was_training = model.training
+    with torch.no_grad():
+        model.eval()(sample.unsqueeze(0))
+    return model.train(was_training)
 
 
 def count_params(model: nn.Module) -> tuple[int, int]:

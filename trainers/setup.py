@@ -53,10 +53,18 @@ def build(strategy: Strategy, config: Config, warn: Callable[..., Any]) -> Parts
     train_batches = make_batches(split.train, batch, True, strategy, workers, train["seed"])
     val_batches = make_batches(split.val, batch, False, strategy, workers, train["seed"])
     model = models.build(config, split.num_classes, split.input_shape)
+    if models.has_lazy(model):
+        model = models.materialise(model, first_input(split).to(strategy.input_device))
     params, trainable = models.count_params(model)
     model = strategy.setup_module(model)
     return Parts(split, train_batches, val_batches, model, make_optimizer(model, train),
                  Precision(train["precision"], strategy.device, warn), params, trainable)
+
+
+def first_input(split: data.DataSplit) -> torch.Tensor:
+    """One training input (no batch dimension): what lazy layers take their shapes from."""
+    sample = split.train[0]
+    return torch.as_tensor(sample[0] if isinstance(sample, (tuple, list)) else sample)
 
 
 def started_fields(strategy: Strategy, config: Config, parts: Parts) -> dict[str, Any]:

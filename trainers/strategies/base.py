@@ -92,6 +92,11 @@ class Strategy:
         """Every device this run uses (reported in `started`, sampled for `mem`)."""
         return [self.device]
 
+    @property
+    def input_device(self) -> torch.device:
+        """Where the model's inputs go (model_parallel: the first stage's device)."""
+        return self.device
+
     def launch(self, fn: Callable[..., R], *args: Any) -> R:
         """Run `fn(self, *args)` in every process of the run and return global rank 0's result."""
         self.setup_environment()

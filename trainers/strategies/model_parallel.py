@@ -49,6 +49,11 @@ class ModelParallel(Strategy):
         """One entry per stage, in pipeline order."""
         return list(self.stage_devices)
 
+    @property
+    def input_device(self) -> torch.device:
+        """Inputs enter on the first stage's device."""
+        return self.stage_devices[0]
+
     def setup_module(self, model: nn.Module) -> nn.Module:
         """Cut the model into stages (balanced by parameters, or at split_points) and place them."""
         layers = staging.layers_of(model)
@@ -71,7 +76,7 @@ class ModelParallel(Strategy):
         """Inputs to the first stage's device, targets to the last one's (where the loss is computed)."""
         x, y = batch
         nb = self.device.type == "cuda"
-        return x.to(self.stage_devices[0], non_blocking=nb), y.to(self.device, non_blocking=nb)
+        return x.to(self.input_device, non_blocking=nb), y.to(self.device, non_blocking=nb)
 
     def started_fields(self) -> dict[str, Any]:
         """The stage layout, for the `started` event."""
