@@ -89,9 +89,15 @@ def status_text(trial: Trial) -> str:
     return SHORT_STATUS.get(trial.status, trial.status)
 
 
+#: Short names for the keys searched most often, so several values fit in a narrow column.
+ABBREVIATIONS = {"batch_size": "bs", "optimizer": "opt", "weight_decay": "wd", "momentum": "mom",
+                 "lr_schedule": "sched", "precision": "prec", "dropout": "drop"}
+
+
 def searched(config: dict[str, Any]) -> str:
     """The searched values, compact: `lr=0.0123 bs=64 opt=adam`."""
-    return " ".join(f"{key}={_short(value)}" for key, value in config.items())
+    names = {key: ABBREVIATIONS.get(key.rsplit(".", 1)[-1], key.rsplit(".", 1)[-1]) for key in config}
+    return " ".join(f"{names[key]}={_short(value)}" for key, value in config.items())
 
 
 def rows(search: Search) -> list[tuple[str, tuple[str, ...]]]:

@@ -63,4 +63,5 @@ def test_a_tune_run_state_learns_metric_trials_and_failures() -> None:
 
 
 def test_searched_values_are_compact() -> None:
-    assert searched({"lr": 0.000123456, "optimizer": "adam"}) == "lr=0.000123 optimizer=adam"
+    assert searched({"lr": 0.000123456, "optimizer": "adam"}) == "lr=0.000123 opt=adam"
+    assert searched({"train.batch_size": 64}) == "bs=64"
