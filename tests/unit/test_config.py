@@ -69,9 +69,11 @@ def test_a_file_that_is_not_a_checkpoint_is_refused(tmp_path: Path) -> None:
         protocol.validate({"model": {"weights": str(fake)}})
 
 
-def test_malformed_toml_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"^config: is not valid TOML"):
-        protocol.load(write(tmp_path, "[train\nlr = 1"))
+def test_malformed_toml_names_the_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, "[train]\nlr = 0.1\nepochs = = 3\n")
+    with pytest.raises(ConfigError) as caught:
+        protocol.load(path)
+    assert str(caught.value) == f"{path}: line 3: is not valid TOML: Invalid value (column 10)"
 
 
 def test_bad_override_syntax() -> None:

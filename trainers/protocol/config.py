@@ -17,6 +17,7 @@ BUILTIN_MODELS = ("small_cnn",)
 BUILTIN_DATASETS = ("digits", "synthetic", "imagefolder", "mnist", "cifar10")
 DATASETS_WITH_ROOT = ("imagefolder", "mnist", "cifar10")
 PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+TOML_WHERE = re.compile(r"\(at line (?P<line>\d+), column (?P<col>\d+)\)$")
 
 
 class ConfigError(ValueError):
@@ -147,10 +148,19 @@ def load(path: str | os.PathLike[str], overrides: list[str] = ()) -> Config:  # 
     except FileNotFoundError:
         raise ConfigError("config", "file not found", str(path)) from None
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError("config", f"is not valid TOML: {e}") from None
+        raise toml_error(path, e) from None
     for item in overrides:
         apply_override(raw, item)
     return validate(raw)
+
+
+def toml_error(path: str | os.PathLike[str], error: tomllib.TOMLDecodeError) -> ConfigError:
+    """`PATH: line N: is not valid TOML: what (column C)`, from tomllib's "what (at line N, column C)"."""
+    where = TOML_WHERE.search(str(error))
+    if where is None:
+        return ConfigError(str(path), f"is not valid TOML: {error}")
+    what = str(error)[: where.start()].rstrip()
+    return ConfigError(f"{path}: line {where['line']}", f"is not valid TOML: {what} (column {where['col']})")
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:
