@@ -12,8 +12,8 @@ from typing import NoReturn
 
 from trainers import protocol
 
-from . import render
-from .services import runs
+from . import render, run_options
+from .services import runs, script_runs
 
 USAGE_ERROR = 2
 
@@ -37,13 +37,16 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
         cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument("config", help="TOML config file")
+        cmd.add_argument("config", nargs="?" if name == "run" else None, help="TOML config file")
         cmd.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
         cmd.add_argument("--name", default="", help="a name for the run")
         cmd.add_argument("--wait", action="store_true", help="block until it ends; exit 0 only on success")
+    run_options.add_options(sub.choices["run"])
     sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
     for name in ("stop", "kill", "resume"):
         sub.add_parser(name, help=f"{name} a run").add_argument("id")
+    sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
+                                     help="kill the run if it has not stopped after this long (default 30)")
     logs = sub.add_parser("logs", help="show a run's events")
     logs.add_argument("id")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
@@ -53,7 +56,12 @@ def build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `trainconsole` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    script_args: list[str] = []
+    if argv[:1] == ["run"] and "--" in argv:  # `run --script PATH -- ARGS...`: the script's own arguments
+        argv, script_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = build_parser().parse_args(argv)
+    args.script_args = script_args
     if args.command is None:
         return open_console()
     # Plug-ins named in configs resolve from the working directory, as with `python -m`.
@@ -78,9 +86,13 @@ def open_console() -> int:
 
 
 def cmd_run(args: argparse.Namespace, kind: str = "train") -> int:
-    """`run CONFIG [--set ...] [--wait]`: print the new run's id; with --wait, follow it to the end."""
-    config = protocol.load(args.config, args.set)
-    run = runs.launch(config, name=args.name, kind=kind)
+    """`run CONFIG [--set ...] [--wait]` or `run --script PATH [-- ARGS]`: print the new run's id; with
+    --wait, follow it to the end."""
+    if kind == "train":
+        config, kind = run_options.config_for(args)
+    else:
+        config = protocol.load(args.config, args.set)
+    run = script_runs.start(config, name=args.name, kind=kind)
     print(run.id, flush=True)
     if not args.wait:
         return 0
@@ -116,7 +128,9 @@ def cmd_stop(args: argparse.Namespace) -> int:
     """`stop ID`: ask the run to checkpoint and stop; kill it if it does not within the grace period."""
     run = _run(args.id)
     before = runs.status(run)
-    state = runs.stop(run)
+    if not args.grace >= 0:
+        fail(f"--grace: must be a number of seconds >= 0 (got {args.grace})")
+    state = runs.stop(run, grace=args.grace)
     print(f"{run.id} {state}" + ("" if before == "running" else " (was not running)"))
     return 0
 

@@ -29,10 +29,11 @@ ENTRY = {"train": "trainers", "tune": "trainers.tune"}
 
 
 def launch(config: Config, name: str = "", kind: str = "train", root: Path | None = None,
-           argv: list[str] | None = None) -> RunDir:
+           argv: list[str] | None = None, queued: bool = False) -> RunDir:
     """Create a run directory for a validated config and start its process detached.
 
     `argv` replaces the default `python -m ENTRY[kind] RUN_DIR`; a "{run_dir}" in it becomes the run's path.
+    `queued`: the process is a queue waiter; the run is `queued` until its first `started` event.
     """
     root = root or protocol.home()
     name = name or f"{config['model']['name']}-{config['data']['name']}"
@@ -42,6 +43,8 @@ def launch(config: Config, name: str = "", kind: str = "train", root: Path | Non
             "host": socket.gethostname(), "cwd": os.getcwd(), "ended_at": None}
     if argv is not None:
         info["argv"] = argv
+    if queued:
+        info["queued"] = True
     with run.lock():
         _start(run, _command(run, info, resume=False), info)
     return run
@@ -161,7 +164,7 @@ def wait(run: RunDir, on_event: Callable[[Event], None] | None = None, poll: flo
             if on_event is not None:
                 on_event(event)
         state = status(run)
-        if state != "running":
+        if state not in ("running", "queued"):
             for event in reader.read():
                 if on_event is not None:
                     on_event(event)

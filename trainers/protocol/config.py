@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .model_names import TORCHVISION_CLASSIFIERS
+from . import script_fields
+from .model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
 
 BUILTIN_MODELS = ("small_cnn",)
 BUILTIN_DATASETS = ("digits", "synthetic", "imagefolder", "mnist", "cifar10")
@@ -125,6 +126,16 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "node_rank": Field(int, 0, _at_least(0)),
         "master_addr": Field(str, "127.0.0.1"),
         "master_port": Field(int, 0, _at_least(0), "0 = pick a free port"),
+        "queue": Field(bool, False, help="wait until the devices have min_free_mb free, then start"),
+        "min_free_mb": Field(int, 0, _at_least(0), "queue: free MB each device needs (host memory on CPU)"),
+    },
+    "script": {
+        "path": Field(str, "", script_fields.script_path, "the training script of a run of kind script"),
+        "args": Field(list, [], script_fields.strings, "its command-line arguments"),
+        "nproc": Field(int, 0, _at_least(0), "0 = plain python; N: torch.distributed.run, N processes"),
+        "patterns": Field(list, [], script_fields.patterns, "metric regexes with named groups (?P<loss>...)"),
+        "parse_output": Field(bool, True, help="read metrics from the script's printed lines"),
+        "tensorboard": Field(str, "", help="reserved: a TensorBoard log folder (not read yet)"),
     },
 }
 
@@ -142,16 +153,21 @@ def _copy(v: Any) -> Any:
 
 def load(path: str | os.PathLike[str], overrides: list[str] = ()) -> Config:  # type: ignore[assignment]
     """Read a TOML config file, apply `section.key=value` overrides, and validate it."""
+    raw = read(path)
+    for item in overrides:
+        apply_override(raw, item)
+    return validate(raw)
+
+
+def read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A TOML config file as it is written (not validated)."""
     try:
         with open(path, "rb") as f:
-            raw = tomllib.load(f)
+            return tomllib.load(f)
     except FileNotFoundError:
         raise ConfigError("config", "file not found", str(path)) from None
     except tomllib.TOMLDecodeError as e:
         raise toml_error(path, e) from None
-    for item in overrides:
-        apply_override(raw, item)
-    return validate(raw)
 
 
 def toml_error(path: str | os.PathLike[str], error: tomllib.TOMLDecodeError) -> ConfigError:
@@ -234,6 +250,14 @@ def _check_together(config: Config) -> None:
         raise ConfigError("strategy.nnodes", "must be 1 unless strategy.name = 'ddp'")
     if strategy["nnodes"] > 1 and not strategy["master_port"]:
         raise ConfigError("strategy.master_port", "must be set (the same on every node) when nnodes > 1")
+    _check_splittable(model["name"], strategy["name"])
+
+
+def _check_splittable(model: str, strategy: str) -> None:
+    """model_parallel needs a chain of layers to cut: refuse a torchvision model known to have none."""
+    if strategy == "model_parallel" and model in NOT_A_CHAIN:
+        raise ConfigError("model.name", f"{model} cannot be split into stages by strategy.name = "
+                          f"'model_parallel': {NOT_A_CHAIN[model]}; use ddp, or another model")
 
 
 def check_checkpoint_file(name: str, path: str) -> None:

@@ -1,0 +1,54 @@
+"""`trainconsole run`'s options for scripts and the queue, and the config they make.
+
+`run --script PATH [--nproc N] [--devices D] [--pattern RE] [--queue] [--min-free-mb MB] [-- ARGS...]`
+makes a run of kind `script`; `--queue`, `--min-free-mb` and `--devices` work for config runs too.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from trainers import protocol
+from trainers.protocol import Config, ConfigError
+
+from .services import script_runs
+
+
+def add_options(cmd: argparse.ArgumentParser) -> None:
+    """Add the script and queue options to the `run` subcommand."""
+    cmd.add_argument("--script", metavar="PATH", help="run this training script (then CONFIG is optional)")
+    cmd.add_argument("--nproc", type=int, metavar="N", help="with --script: torchrun with N processes")
+    cmd.add_argument("--devices", metavar="D", help="auto, a count, or GPU indices like 0,1")
+    cmd.add_argument("--pattern", action="append", metavar="REGEX",
+                     help="with --script: a metric regex with named groups, e.g. 'loss=(?P<loss>\\S+)'")
+    cmd.add_argument("--queue", action="store_true", help="wait until the devices have --min-free-mb free")
+    cmd.add_argument("--min-free-mb", type=int, metavar="MB", help="free memory each device needs to start")
+
+
+def config_for(args: argparse.Namespace) -> tuple[Config, str]:
+    """The validated config and the kind of run the command line asks for."""
+    strategy = _strategy(args)
+    if args.script is not None:
+        if args.nproc is not None and args.nproc < 1:
+            raise ConfigError("--nproc", "must be >= 1", args.nproc)
+        script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
+                  "patterns": args.pattern}
+        return script_runs.script_config(args.config, args.set, script, strategy), "script"
+    if args.config is None:
+        raise ConfigError("config", "a TOML config file is required (or --script PATH)")
+    for flag in ("nproc", "pattern"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag}", "only goes with --script PATH")
+    if args.script_args:
+        raise ConfigError("--", "script arguments only go with --script PATH")
+    raw = protocol.config.read(args.config)
+    for item in args.set:
+        protocol.apply_override(raw, item)
+    raw.setdefault("strategy", {}).update({k: v for k, v in strategy.items() if v is not None})
+    return protocol.validate(raw), "train"
+
+
+def _strategy(args: argparse.Namespace) -> dict[str, Any]:
+    devices = script_runs.devices_arg(args.devices) if args.devices is not None else None
+    return {"queue": True if args.queue else None, "min_free_mb": args.min_free_mb, "devices": devices}

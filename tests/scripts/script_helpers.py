@@ -1,0 +1,77 @@
+"""Helpers for the script-run tests: the CLI as a user runs it, and a run's events and processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+EXE = str(Path(sys.executable).parent / "trainconsole")
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def cli(*args: str, cwd: Path | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """Run `trainconsole ARGS` and capture its output."""
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+def start(*args: str, cwd: Path | None = None) -> str:
+    """`trainconsole run ARGS`; the new run's id."""
+    out = cli("run", *args, cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip().splitlines()[0]
+
+
+def events(home: Path, run_id: str) -> list[dict[str, Any]]:
+    """Every event in the run's log."""
+    path = home / "runs" / run_id / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def of_type(home: Path, run_id: str, kind: str) -> list[dict[str, Any]]:
+    """The run's events of one kind."""
+    return [e for e in events(home, run_id) if e["type"] == kind]
+
+
+def status(run_id: str) -> str:
+    """The run's status as `trainconsole ls --json` reports it."""
+    out = cli("ls", "--json")
+    assert out.returncode == 0, out.stderr
+    return {row["id"]: row for row in json.loads(out.stdout)}[run_id]["status"]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 90.0, what: str = "condition") -> Any:
+    """Poll until `predicate()` is truthy; its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def tree(home: Path, run_id: str) -> list[psutil.Process]:
+    """The run's leader and every descendant, now."""
+    info = json.loads((home / "runs" / run_id / "run.json").read_text())
+    try:
+        leader = psutil.Process(info["pid"])
+        return [leader, *leader.children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    """Those still running (a zombie counts as gone)."""
+    def running(p: psutil.Process) -> bool:
+        try:
+            return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+    return [p for p in procs if running(p)]

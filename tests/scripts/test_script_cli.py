@@ -1,0 +1,82 @@
+"""`trainconsole run --script`: an unmodified script becomes a run; its printed metrics become events."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from script_helpers import FIXTURES, cli, of_type, start, status, wait_for
+
+MNIST = FIXTURES / "mnist_main.py"
+PRINTED_LOSS = re.compile(r"Train Epoch: (\d+) .*\tLoss: ([0-9.]+)")
+
+
+def test_mnist_example_finishes_with_its_printed_losses_as_step_events(home: Path, tmp_path: Path) -> None:
+    out = cli("run", "--script", str(MNIST), "--wait", "--", "--epochs", "2", "--samples", "96", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.splitlines()[0]
+    assert status(run_id) == "finished"
+    printed = PRINTED_LOSS.findall((home / "runs" / run_id / "stdout.log").read_text())
+    assert len(printed) == 6  # 2 epochs x 3 logged batches, as the script printed them
+    steps = of_type(home, run_id, "step")
+    assert [(e["epoch"], e["loss"]) for e in steps] == [(int(ep), float(loss)) for ep, loss in printed]
+    assert [e["step"] for e in steps] == list(range(1, 7))
+    evals = of_type(home, run_id, "eval")
+    assert len(evals) == 2 and all(0 <= e["val_acc"] <= 1 and e["val_loss"] > 0 for e in evals)
+    started = of_type(home, run_id, "started")[0]
+    assert started["strategy"] == "script" and started["args"] == ["--epochs", "2", "--samples", "96"]
+
+
+def test_raising_script_ends_failed_with_its_cause_and_traceback(home: Path, tmp_path: Path) -> None:
+    script = tmp_path / "boom.py"
+    script.write_text("import sys\nprint('loss: 1.5')\n"
+                      "def load():\n    raise KeyError('no such column: label')\nload()\n")
+    run_id = start("--script", str(script), cwd=tmp_path)
+    wait_for(lambda: status(run_id) != "running", what="the run to end")
+    assert status(run_id) == "failed"
+    failed = of_type(home, run_id, "failed")[0]
+    assert failed["cause"] == "KeyError: 'no such column: label'"
+    assert "raise KeyError" in failed["traceback"] and failed["exit_code"] == 1
+    assert "Traceback (most recent call last)" in (home / "runs" / run_id / "stderr.log").read_text()
+    assert of_type(home, run_id, "step")[0]["loss"] == 1.5
+
+
+def test_script_runs_in_the_directory_run_was_called_from(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "data.txt").write_text("0.25")
+    script = tmp_path / "sub" / "train.py"
+    script.parent.mkdir()
+    script.write_text("print('loss:', open('data.txt').read())\n")
+    out = cli("run", "--script", "sub/train.py", "--wait", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert of_type(home, out.stdout.split()[0], "step")[0]["loss"] == 0.25
+
+
+def test_user_pattern_adds_a_metric(home: Path, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("print('it 7 | objective 0.125 | perplexity 3.5')\n")
+    pattern = r"objective (?P<loss>\S+) \| perplexity (?P<ppl>\S+)"
+    out = cli("run", "--script", str(script), "--pattern", pattern, "--wait", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    step = of_type(home, out.stdout.split()[0], "step")[0]
+    assert (step["loss"], step["ppl"]) == (0.125, 3.5)
+
+
+BAD = [
+    (["--script", "no_such_script.py"], "script.path"),
+    (["--script", str(MNIST), "--nproc", "0"], "--nproc"),
+    (["--script", str(MNIST), "--pattern", "loss=(?P<loss>[0-9.]+"], "script.patterns"),
+    (["--script", str(MNIST), "--pattern", "loss=[0-9.]+"], "script.patterns"),
+    ([], "config"),
+    (["--nproc", "2", "examples/digits.toml"], "--nproc"),
+]
+
+
+@pytest.mark.parametrize(("args", "field"), BAD)
+def test_bad_input_exits_2_with_one_line_and_creates_nothing(home: Path, args: list[str], field: str) -> None:
+    out = cli("run", *args)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0] and "Traceback" not in out.stderr
+    assert out.stdout == ""
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())

@@ -1,0 +1,119 @@
+"""A script's output: copied to the run's logs as it is flushed, and read line by line into events.
+
+`Pump` is a plain thread per pipe (stdout, stderr): it writes each chunk to its log at once and hands the
+complete lines (split at `\\n` and at tqdm's `\\r`) to `OutputEvents`, which turns metric lines into
+`step` / `eval` events and watches stderr for a traceback. Everything happens outside the script's
+process, so the script runs at full speed (it only blocks if the pipe fills, i.e. if we fall behind).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from trainers.protocol import EventWriter
+
+from .lines import compile_patterns, parse
+from .tracebacks import TracebackWatch
+
+CHUNK = 1 << 16
+#: A "line" longer than this without a newline is handed over as it is.
+MAX_LINE = 1 << 16
+LINE_END = re.compile(rb"[\r\n]")
+
+
+class Pump(threading.Thread):
+    """Copies one pipe to a log descriptor and hands each complete line to `on_line`."""
+
+    def __init__(self, pipe_fd: int, log_fd: int, on_line: Callable[[str], None]) -> None:
+        super().__init__(daemon=True, name=f"pump-{pipe_fd}")
+        self.pipe_fd, self.log_fd, self.on_line = pipe_fd, log_fd, on_line
+
+    def run(self) -> None:
+        """Until the pipe closes: copy, split, hand over."""
+        pending = b""
+        while chunk := _read(self.pipe_fd):
+            _write_all(self.log_fd, chunk)
+            *lines, pending = LINE_END.split(pending + chunk)
+            if len(pending) > MAX_LINE:
+                lines, pending = [*lines, pending], b""
+            for line in lines:
+                if line:
+                    self.on_line(line.decode(errors="replace"))
+        if pending:
+            self.on_line(pending.decode(errors="replace"))
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, CHUNK)
+    except OSError:
+        return b""
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view):]
+        except OSError:
+            return  # the log is gone (disk full, deleted): keep reading, or the script blocks
+
+
+class OutputEvents:
+    """Turns the script's printed lines into events (thread-safe: both pumps call it)."""
+
+    def __init__(self, writer: EventWriter, patterns: list[str], parse_output: bool = True,
+                 memory: Callable[[], dict[str, Any] | None] = lambda: None) -> None:
+        self.writer = writer
+        self.patterns = compile_patterns(patterns)
+        self.parse_output = parse_output
+        self.memory = memory
+        self.watch = TracebackWatch()
+        self.epoch: int | None = None
+        self.step = 0
+        self.best_val_acc: float | None = None
+        self.lock = threading.Lock()
+        self.mem_due = 0.0
+
+    def stdout(self, line: str) -> None:
+        """One line the script printed to stdout."""
+        with self.lock:
+            self._metrics(line)
+
+    def stderr(self, line: str) -> None:
+        """One line on stderr: metrics too (logging writes there), and the traceback watch."""
+        with self.lock:
+            self.watch.feed(line)
+            self._metrics(line)
+
+    def _metrics(self, line: str) -> None:
+        if not self.parse_output:
+            return
+        parsed = parse(line, self.patterns)
+        self.epoch = parsed.context.get("epoch", self.epoch)
+        if "step" in parsed.context:
+            self.step = parsed.context["step"]
+        elif parsed.step:
+            self.step += 1
+        where = {"step": self.step, **({"epoch": self.epoch} if self.epoch is not None else {})}
+        if parsed.step:
+            self.writer.emit("step", **where, **parsed.step, **self._mem())
+        if parsed.eval:
+            self.writer.emit("eval", **where, **parsed.eval)
+            acc = parsed.eval.get("val_acc")
+            if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
+                self.best_val_acc = acc
+
+    def _mem(self) -> dict[str, Any]:
+        # Sampling the process tree costs a few ms: at most once a second.
+        now = time.monotonic()
+        if now < self.mem_due:
+            return {}
+        self.mem_due = now + 1.0
+        mem = self.memory()
+        return {"mem": mem} if mem else {}

@@ -1,0 +1,119 @@
+"""`from trainers import report`: a script's own metrics into its run's event log (stdlib only).
+
+Under trainconsole the runner sets TRAINCONSOLE_EVENTS (the run's events.jsonl) and TRAINCONSOLE_RUN_ID;
+without them `report` does nothing, so a script runs the same under plain python. Training metrics are
+summed as given (tensors stay on their device) and written at most ~10 times a second as one `step` event
+carrying the mean since the last and their count, so calling `report` every step costs no host-device
+sync; `val_*` metrics are written at once as an `eval` event. Only global rank 0 (RANK) writes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from typing import Any
+
+from trainers.protocol.events import EventWriter
+
+ENV_EVENTS = "TRAINCONSOLE_EVENTS"
+ENV_RUN_ID = "TRAINCONSOLE_RUN_ID"
+INTERVAL_S = 0.1
+#: Metrics that describe an evaluation: written at once, never averaged.
+EVAL_PREFIXES = ("val_", "test_", "eval_")
+
+
+class Reporter:
+    """Turns `report(...)` calls into `step` and `eval` events for one run."""
+
+    def __init__(self, writer: EventWriter, interval: float = INTERVAL_S) -> None:
+        self.writer = writer
+        self.interval = interval
+        self.sums: dict[str, Any] = {}
+        self.count = 0
+        self.calls = 0
+        self.step: int | None = None
+        self.epoch: int | None = None
+        self.due_at = time.monotonic() + interval
+
+    def __call__(self, step: int | None = None, epoch: int | None = None, **metrics: Any) -> None:
+        """Record one report; write a `step` event when one is due and an `eval` event for val_* metrics."""
+        self.calls += 1
+        self.step = _whole(step) if step is not None else self.calls
+        self.epoch = _whole(epoch) if epoch is not None else self.epoch
+        evals = {k: v for k, v in metrics.items() if k.startswith(EVAL_PREFIXES)}
+        train = {k: v for k, v in metrics.items() if k not in evals}
+        if train:
+            self._add(train)
+        if evals:
+            self.flush()
+            self.writer.emit("eval", **self._where(), **_floats(evals))
+        elif self.count and time.monotonic() >= self.due_at:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending training metrics as one `step` event (mean since the last, and their count)."""
+        if not self.count:
+            return
+        means = {k: _float(v) / self.count for k, v in self.sums.items()}
+        self.writer.emit("step", **self._where(), **means, count=self.count)
+        self.sums, self.count = {}, 0
+        self.due_at = time.monotonic() + self.interval
+
+    def _add(self, metrics: dict[str, Any]) -> None:
+        for key, value in metrics.items():
+            value = _detached(value)
+            self.sums[key] = value if key not in self.sums else self.sums[key] + value
+        self.count += 1
+
+    def _where(self) -> dict[str, Any]:
+        return {k: v for k, v in (("step", self.step), ("epoch", self.epoch)) if v is not None}
+
+
+def _detached(value: Any) -> Any:
+    # A tensor stays a tensor (on its device) until the event is written: no sync per call.
+    if hasattr(value, "detach"):
+        return value.detach()
+    return float(value)
+
+
+def _float(value: Any) -> float:
+    return float(value.item()) if hasattr(value, "item") else float(value)
+
+
+def _whole(value: Any) -> int:
+    return int(_float(value))
+
+
+def _floats(metrics: dict[str, Any]) -> dict[str, float]:
+    return {k: _float(v) for k, v in metrics.items()}
+
+
+_REPORTER: list[Reporter | None] = []
+
+
+def _reporter() -> Reporter | None:
+    """The process's reporter, made on first use; None when not under trainconsole or not rank 0."""
+    if not _REPORTER:
+        path, run_id = os.environ.get(ENV_EVENTS), os.environ.get(ENV_RUN_ID, "")
+        rank0 = os.environ.get("RANK", "0") == "0"
+        reporter = Reporter(EventWriter(path, run_id)) if path and rank0 else None
+        if reporter is not None:
+            atexit.register(reporter.flush)
+        _REPORTER.append(reporter)
+    return _REPORTER[0]
+
+
+def report(step: int | None = None, epoch: int | None = None, **metrics: Any) -> None:
+    """Report metrics to trainconsole, e.g. `report(step=i, loss=loss, epoch=e)` or `report(val_acc=acc)`.
+
+    Values may be numbers or tensors (anything with `.item()` or `float()`); a no-op outside trainconsole.
+    """
+    reporter = _reporter()
+    if reporter is None:
+        return
+    try:
+        reporter(step=step, epoch=epoch, **metrics)
+    except (TypeError, ValueError) as e:  # a bad value must never stop the user's training
+        print(f"trainconsole report: ignored ({e})", file=sys.stderr)

@@ -1,0 +1,106 @@
+"""The leader of a script run: starts the user's script, reads its output into events, ends the run.
+
+The script runs in the directory `run` was called from (the runner's own), in the runner's process group
+(so `kill` takes it and everything it starts), with `--nproc N` through `torch.distributed.run`. A SIGTERM
+to the runner (`stop`) is passed to the script (or to torchrun's agent, which passes it to the ranks),
+not to its DataLoader workers, which die on a stray SIGTERM. The final event follows the exit: `stopped`
+after our SIGTERM, else `finished` on exit code 0, else `failed` with the traceback's cause.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from types import FrameType
+from typing import Any
+
+from trainers.protocol import Config, EventWriter, RunDir
+
+from .memory import TreeMemory
+from .output import OutputEvents, Pump
+from .report import ENV_EVENTS, ENV_RUN_ID
+from .tracebacks import hint
+
+ENV_RUN_DIR = "TRAINCONSOLE_RUN_DIR"
+#: How long the output may keep flowing after the script exits (from processes it left behind).
+DRAIN_S = 5.0
+
+
+def command(script: dict[str, Any], python: str = sys.executable) -> list[str]:
+    """The script's command line: plain python, or torch's elastic launcher with N processes."""
+    if script["nproc"]:
+        return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={script['nproc']}",
+                script["path"], *script["args"]]
+    return [python, "-u", script["path"], *script["args"]]
+
+
+def environment(run: RunDir, devices: Any) -> dict[str, str]:
+    """The script's environment: ours, unbuffered output, where to report, and the chosen GPUs."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_RUN_DIR: str(run.path), ENV_EVENTS: str(run.events),
+           ENV_RUN_ID: run.id}
+    if isinstance(devices, list):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, devices))
+    return env
+
+
+class ScriptRun:
+    """One execution of the script: start, forward a stop, wait, and say how it ended."""
+
+    def __init__(self, run: RunDir, config: Config, writer: EventWriter) -> None:
+        self.run, self.config, self.writer = run, config, writer
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stop_asked = False
+
+    def ask_stop(self, signum: int, frame: FrameType | None = None) -> None:
+        """Signal handler: remember the stop and pass SIGTERM to the script."""
+        self.stop_asked = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def execute(self, resumed: bool = False) -> int:
+        """Run the script to its end; emit `started` and the final event; return its exit code."""
+        script, devices = self.config["script"], self.config["strategy"]["devices"]
+        self.proc = subprocess.Popen(command(script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=environment(self.run, devices))
+        if self.stop_asked:
+            self.ask_stop(signal.SIGTERM)
+        nproc = script["nproc"]
+        self.writer.emit("started", strategy="torchrun" if nproc else "script", world_size=max(nproc, 1),
+                         devices=devices, script=script["path"], args=script["args"], pid=self.proc.pid,
+                         **({"resumed": True} if resumed else {}))
+        memory = TreeMemory(self.proc.pid)
+        events = OutputEvents(self.writer, script["patterns"], script["parse_output"], memory)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        pumps = [Pump(self.proc.stdout.fileno(), sys.stdout.fileno(), events.stdout),
+                 Pump(self.proc.stderr.fileno(), sys.stderr.fileno(), events.stderr)]
+        for pump in pumps:
+            pump.start()
+        code = self.proc.wait()
+        deadline = time.monotonic() + DRAIN_S
+        for pump in pumps:
+            pump.join(timeout=max(0.0, deadline - time.monotonic()))
+        self._final(code, events)
+        return code
+
+    def _final(self, code: int, events: OutputEvents) -> None:
+        if self.stop_asked:
+            self.writer.emit("stopped", exit_code=code, step=events.step)
+        elif code == 0:
+            best = {"best_val_acc": events.best_val_acc} if events.best_val_acc is not None else {}
+            self.writer.emit("finished", exit_code=0, step=events.step, **best)
+        else:
+            cause = events.watch.cause or _exit_cause(code)
+            self.writer.emit("failed", cause=cause, hint=hint(cause), traceback=events.watch.traceback,
+                             exit_code=code)
+
+
+def _exit_cause(code: int) -> str:
+    if code < 0:
+        try:
+            return f"the script was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"the script was killed by signal {-code}"
+    return f"the script exited with code {code} (no traceback on stderr)"
