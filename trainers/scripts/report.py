@@ -32,24 +32,26 @@ class Reporter:
         self.interval = interval
         self.sums: dict[str, Any] = {}
         self.count = 0
-        self.calls = 0
         self.step: int | None = None
         self.epoch: int | None = None
         self.due_at = time.monotonic() + interval
 
     def __call__(self, step: int | None = None, epoch: int | None = None, **metrics: Any) -> None:
         """Record one report; write a `step` event when one is due and an `eval` event for val_* metrics."""
-        self.calls += 1
-        self.step = _whole(step) if step is not None else self.calls
-        self.epoch = _whole(epoch) if epoch is not None else self.epoch
         evals = {k: v for k, v in metrics.items() if k.startswith(EVAL_PREFIXES)}
         train = {k: v for k, v in metrics.items() if k not in evals}
+        if evals:
+            self.flush()  # the pending training metrics keep their own step and epoch
+        if step is not None:
+            self.step = _whole(step)
+        elif train:
+            self.step = (self.step or 0) + 1
+        self.epoch = _whole(epoch) if epoch is not None else self.epoch
         if train:
             self._add(train)
         if evals:
-            self.flush()
             self.writer.emit("eval", **self._where(), **_floats(evals))
-        elif self.count and time.monotonic() >= self.due_at:
+        if self.count and time.monotonic() >= self.due_at:
             self.flush()
 
     def flush(self) -> None:

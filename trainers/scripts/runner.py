@@ -2,8 +2,8 @@
 
 The script runs in the directory `run` was called from (the runner's own), in the runner's process group
 (so `kill` takes it and everything it starts), with `--nproc N` through `torch.distributed.run`. A SIGTERM
-to the runner (`stop`) is passed to the script (or to torchrun's agent, which passes it to the ranks),
-not to its DataLoader workers, which die on a stray SIGTERM. The final event follows the exit: `stopped`
+to the runner (`stop`) is passed to the script (with `--nproc`, to each rank), not to its DataLoader
+workers, which die on a stray SIGTERM. The final event follows the exit: `stopped`
 after our SIGTERM, else `finished` on exit code 0, else `failed` with the traceback's cause.
 """
 
@@ -16,6 +16,8 @@ import sys
 import time
 from types import FrameType
 from typing import Any
+
+import psutil
 
 from trainers.protocol import Config, EventWriter, RunDir
 
@@ -55,10 +57,15 @@ class ScriptRun:
         self.stop_asked = False
 
     def ask_stop(self, signum: int, frame: FrameType | None = None) -> None:
-        """Signal handler: remember the stop and pass SIGTERM to the script."""
+        """Signal handler: remember the stop and pass SIGTERM to the script (with --nproc, to its ranks)."""
         self.stop_asked = True
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        for target in _stop_targets(self.proc.pid, bool(self.config["script"]["nproc"])):
+            try:
+                target.send_signal(signal.SIGTERM)
+            except psutil.Error:
+                pass
 
     def execute(self, resumed: bool = False) -> int:
         """Run the script to its end; emit `started` and the final event; return its exit code."""
@@ -95,6 +102,17 @@ class ScriptRun:
             cause = events.watch.cause or _exit_cause(code)
             self.writer.emit("failed", cause=cause, hint=hint(cause), traceback=events.watch.traceback,
                              exit_code=code)
+
+
+def _stop_targets(pid: int, elastic: bool) -> list[psutil.Process]:
+    """Who gets the SIGTERM of a stop. Under torch's elastic agent, its ranks: the agent itself would
+    SIGTERM each rank's whole process group, DataLoader workers included, and a rank that is finishing its
+    step then dies of "DataLoader worker exited unexpectedly". Once the ranks exit 0, so does the agent."""
+    try:
+        proc = psutil.Process(pid)
+        return (proc.children() if elastic else []) or [proc]
+    except psutil.Error:
+        return []
 
 
 def _exit_cause(code: int) -> str:

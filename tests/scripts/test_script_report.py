@@ -1,0 +1,52 @@
+"""`from trainers import report`: events under trainconsole (floats from tensors), a no-op without it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from script_helpers import cli, of_type
+
+SCRIPT = """
+import time
+import torch
+from trainers import report
+
+for i in range(1, 301):
+    report(step=i, loss=torch.tensor(float(i)), epoch=1 + i // 150)
+    time.sleep(0.002)
+report(val_acc=torch.tensor(0.75), val_loss=0.5, epoch=2)
+print("done")
+"""
+
+
+def test_report_writes_rate_limited_means_and_eval_floats(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(SCRIPT)
+    out = cli("run", "--script", "train.py", "--wait", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split()[0]
+    steps = of_type(home, run_id, "step")
+    assert sum(e["count"] for e in steps) == 300 and len(steps) < 300  # means, not one event per call
+    covered = 0
+    for event in steps:  # each event: the mean of the losses reported since the previous one
+        reported = range(covered + 1, event["step"] + 1)
+        assert event["count"] == len(reported) and event["loss"] == sum(reported) / len(reported)
+        assert isinstance(event["loss"], float)
+        covered = event["step"]
+    assert covered == 300
+    evals = of_type(home, run_id, "eval")
+    assert [(e["val_acc"], e["val_loss"], e["epoch"]) for e in evals] == [(0.75, 0.5, 2)]
+
+
+def test_report_is_a_silent_no_op_under_plain_python(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINCONSOLE")}
+    code = "import sys\nfrom trainers import report\nreport(step=1, loss=0.5)\nprint('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "False" and out.stderr == ""
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "train.py").write_text(SCRIPT)
+    out = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout == "done\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
