@@ -56,7 +56,9 @@ LABEL_MARKERS = ("device-side assert", "out of bounds", "Target -1", "index out 
 
 def explain(exc: BaseException, config: Config | None = None) -> Explanation:
     """The cause (`Type: first line of the message`) and a hint for an exception raised by a run."""
-    return Explanation(cause=one_line(exc), hint=_hint(exc, config or {}))
+    own = getattr(exc, "hint", "")  # an error that knows its own fix (TrainerError subclasses)
+    hint = own if isinstance(own, str) and own else _hint(exc, config or {})
+    return Explanation(cause=one_line(exc), hint=hint)
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
@@ -93,8 +95,8 @@ def _is(*names: str) -> Callable[[BaseException], bool]:
 
 
 def _oom_hint(c: Config) -> str:
-    return (f"reduce train.batch_size (now {_get(c, 'train', 'batch_size')}), use train.precision = 'bf16', "
-            "or pick a smaller model or data.image_size")
+    return (f"reduce train.batch_size (now {_get(c, 'train', 'batch_size')}), set train.oom = 'recover', "
+            "use train.precision = 'bf16', or pick a smaller model or data.image_size")
 
 
 def _shape_hint(c: Config) -> str:

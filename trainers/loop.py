@@ -18,6 +18,8 @@ from . import checkpoint, setup
 from .meter import StepMeter
 from .optim import LrSchedule
 from .strategies import Strategy, make_strategy
+from .troubles import memory_cap
+from .troubles.stepper import Stepper
 
 Config = dict[str, dict[str, Any]]
 
@@ -69,6 +71,7 @@ class Training:
         self.schedule = LrSchedule(config["train"]["lr_schedule"], config["train"]["lr"], int(total))
         self.meter = StepMeter(strategy.device, strategy.devices, strategy.world_size)
         self.best_acc, self.metrics = -1.0, {}
+        self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit)
 
     def emit(self, kind: str, **fields: Any) -> None:
         """Write an event, from global rank 0 only."""
@@ -84,8 +87,10 @@ class Training:
     def fit(self, resume: str | None = None) -> Outcome:
         """Train the remaining epochs; stop early (with a checkpoint) when the stop flag is set."""
         resumed_from = self.restore(resume) if resume else None
+        cap = memory_cap.apply(self.config["train"]["max_memory_mb"], self.strategy.device)  # after setup
         self.emit_node("started", **setup.started_fields(self.strategy, self.config, self.parts),
-                       resumed_from_step=resumed_from, start_epoch=self.start_epoch)
+                       resumed_from_step=resumed_from, start_epoch=self.start_epoch, memory_cap=cap,
+                       micro_batch=self.stepper.micro_batch)
         for warning in self.strategy.warnings:  # e.g. dp on fewer than 2 GPUs, model_parallel on the CPU
             self.emit("warning", **warning)
         epoch = self.start_epoch - 1
@@ -108,7 +113,7 @@ class Training:
     def _train_steps(self, epoch: int) -> None:
         """The hot path: no I/O and no host-device sync unless a `step` event is due."""
         model, opt, meter, schedule = self.model, self.optimizer, self.meter, self.schedule
-        autocast, backward_step = self.parts.precision.autocast, self.parts.precision.backward_step
+        train_step = self.stepper.step  # forward/backward in micro-batches, OOM recovery, optimizer step
         to_device, reduce_stop, stop = self.strategy.batch_to_device, self.strategy.reduce_stop, self.stop
         if self.step >= self.max_steps:  # resumed past train.max_steps: nothing left to train
             return
@@ -119,10 +124,7 @@ class Training:
             x, y = to_device((x, y))
             if schedule.active:
                 schedule.apply(opt, self.step)
-            with autocast():
-                loss = F.cross_entropy(model(x), y)
-            opt.zero_grad(set_to_none=True)
-            backward_step(loss, opt)
+            loss = train_step(x, y, self.step)
             self.step += 1
             self.batches_done += 1
             meter.add(loss, x.shape[0])
@@ -167,7 +169,7 @@ class Training:
         for x, y in self.parts.val_batches.epoch(0):
             x, y = self.strategy.batch_to_device((x, y))
             with self.parts.precision.autocast():
-                out = self.model(x).float()
+                out = self.stepper.predict(x).float()
             if totals is None:
                 totals = torch.zeros(3, dtype=torch.float64, device=out.device)
             totals[0] += F.cross_entropy(out, y, reduction="sum")
@@ -183,7 +185,8 @@ class Training:
         if self.is_zero:
             model, scaler = self.strategy.unwrap(self.model), self.parts.precision.scaler
             checkpoint.save(path, model, self.optimizer, scaler, epoch, self.step, self.config, self.metrics,
-                            epoch_complete=complete, batches_done=0 if complete else self.batches_done)
+                            epoch_complete=complete, batches_done=0 if complete else self.batches_done,
+                            micro_batch=self.stepper.micro_batch)
             self.emit("checkpoint", path=str(path), epoch=epoch, step=self.step, is_best=is_best)
         self.strategy.barrier()
 
@@ -197,6 +200,7 @@ class Training:
         if state.get("scaler") and scaler is not None:
             scaler.load_state_dict(state["scaler"])
         self.step = int(state.get("step", 0))
+        self.stepper.resume_at(state.get("micro_batch"))
         epoch, complete = int(state.get("epoch", 0)), bool(state.get("epoch_complete", True))
         self.start_epoch = epoch + 1 if complete else max(epoch, 1)
         self.batches_done = 0 if complete else int(state.get("batches_done", 0))

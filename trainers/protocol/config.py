@@ -115,6 +115,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "max_steps": Field(int, 0, _at_least(0), "0 = no limit"),
         "threads": Field(int, 0, _at_least(0), "torch threads per process; 0 = torch's default"),
         "resume_from": Field(str, "", help="checkpoint file to resume from"),
+        "max_memory_mb": Field(int, 0, _at_least(0), "0 = no cap; GPU: this process's share of the device; "
+                               "CPU: data memory the trainer may add after setup"),
+        "oom": Field(str, "recover", _one_of("recover", "fail"), "recover: halve the micro-batch and redo"),
     },
     "strategy": {
         "name": Field(str, "single", _one_of("single", "dp", "ddp", "model_parallel")),

@@ -1,0 +1,115 @@
+"""Out of memory inside a run: a real CPU memory cap, recovery that keeps the batch, DDP agreement."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from trainer_runs import events, make_config, make_run, train
+
+from trainers.protocol import run_status
+
+# 32x32 digits, batch 256: the full batch needs more than 100 MB of activations, half of it does not.
+CAPPED = {"data": {"image_size": 32}, "train": {"batch_size": 256, "epochs": 1, "threads": 1}}
+HOG = textwrap.dedent('''
+    import torch
+    from torch import nn
+
+    class Hog(nn.Module):
+        """Allocates 64 MB per sample in forward: no micro-batch fits under a small cap."""
+
+        def __init__(self, num_classes):
+            super().__init__()
+            self.head = nn.Linear(64, num_classes)
+
+        def forward(self, x):
+            waste = torch.ones(x.shape[0], 16 << 20)
+            return self.head(x.flatten(1)) + waste[:, :1] * 0
+
+    def hog(config, num_classes, input_shape):
+        return Hog(num_classes)
+''')
+
+
+def run_config(tc_home: Path, config: dict, *args: str, **kwargs: object) -> tuple[int, object]:
+    run = make_run(tc_home, config)
+    return train(run, *args, timeout=240, **kwargs), run
+
+
+def step_losses(run: object) -> list[float]:
+    return [e["loss"] for e in events(run, "step")]
+
+
+def capped_config(cap: int, **strategy: object) -> dict:
+    return make_config(data=CAPPED["data"], train={**CAPPED["train"], "max_memory_mb": cap},
+                       strategy=strategy)
+
+
+@pytest.mark.slow
+def test_capped_run_recovers_keeps_the_batch_and_matches_uncapped(tc_home: Path) -> None:
+    code, free_run = run_config(tc_home, capped_config(0))
+    assert code == 0 and not events(free_run, "oom_recovered")
+    code, capped = run_config(tc_home, capped_config(100))
+    assert code == 0 and run_status(capped) == "finished", capped.stderr.read_text()
+    started = events(capped, "started")[0]
+    assert started["memory_cap"]["limit_mb"] == 100 and started["memory_cap"]["device"] == "cpu"
+    oom = events(capped, "oom_recovered")
+    assert oom and oom[0]["step"] == 1 and oom[0]["device"] == "cpu"
+    assert oom[0]["phase"] in ("forward", "backward")
+    last = oom[-1]
+    assert last["batch_size"] == 256 and last["micro_batch"] < 256
+    assert last["micro_batch"] * last["accumulate"] >= 256 > last["micro_batch"] * (last["accumulate"] - 1)
+    assert "can't allocate memory" in oom[0]["cause"] and oom[0]["memory"]["data_mb"] > 0
+    assert len(step_losses(capped)) == len(step_losses(free_run)) == 6
+    assert step_losses(capped) == pytest.approx(step_losses(free_run), abs=1e-4)
+    state = torch.load(capped.last_ckpt, weights_only=True)
+    assert state["micro_batch"] == last["micro_batch"] and state["step"] == 6
+    # resume starts at the recorded micro-batch: no second out-of-memory
+    assert train(capped, "--resume", timeout=240) == 0
+    assert events(capped, "started")[-1]["micro_batch"] == last["micro_batch"]
+    assert len(events(capped, "oom_recovered")) == len(oom)
+
+
+@pytest.mark.slow
+def test_ddp_ranks_agree_on_the_micro_batch_and_never_hang(tc_home: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    ddp = {"name": "ddp", "devices": 2}
+    code, free_run = run_config(tc_home, capped_config(0, **ddp))
+    assert code == 0
+    code, capped = run_config(tc_home, capped_config(60, **ddp))
+    assert code == 0 and run_status(capped) == "finished", capped.stderr.read_text()
+    oom = events(capped, "oom_recovered")
+    assert oom and oom[-1]["batch_size"] == 256 and oom[-1]["micro_batch"] < 128  # 128 per rank
+    assert step_losses(capped) == pytest.approx(step_losses(free_run), abs=1e-4)
+    # only rank 1 fails, in backward: rank 0 must not wait in an all-reduce for ever
+    monkeypatch.setenv("TRAINCONSOLE_OOM_AT", "1:3:backward")
+    code, one_rank = run_config(tc_home, capped_config(0, **ddp))
+    assert code == 0 and run_status(one_rank) == "finished", one_rank.stderr.read_text()
+    (oom,) = events(one_rank, "oom_recovered")
+    assert oom["failed_ranks"] == [1] and oom["step"] == 3 and oom["micro_batch"] == 64
+    assert oom["phase"] == "other rank" and oom["accumulate"] == 2
+    assert step_losses(one_rank) == pytest.approx(step_losses(free_run), abs=1e-4)
+
+
+def hog_run(tc_home: Path, tmp_path: Path, oom: str) -> tuple[int, dict]:
+    (tmp_path / "tc_hog.py").write_text(HOG)
+    config = make_config(model={"name": "tc_hog:hog"},
+                         train={"batch_size": 8, "max_steps": 2, "max_memory_mb": 32, "oom": oom})
+    code, run = run_config(tc_home, config, pythonpath=str(tmp_path))
+    (failed,) = events(run, "failed")
+    return code, failed, run
+
+
+def test_out_of_memory_at_micro_batch_one_fails_with_a_clear_cause(tc_home: Path, tmp_path: Path) -> None:
+    code, failed, run = hog_run(tc_home, tmp_path, "recover")
+    assert code == 1 and failed["cause"].startswith("OutOfMemory: out of memory at a micro-batch of 1 on cpu")
+    assert "raise train.max_memory_mb (now 32)" in failed["hint"]
+    assert [e["micro_batch"] for e in events(run, "oom_recovered")] == [4, 2, 1]
+
+
+def test_oom_fail_mode_fails_at_once(tc_home: Path, tmp_path: Path) -> None:
+    code, failed, run = hog_run(tc_home, tmp_path, "fail")
+    assert code == 1 and "can't allocate memory" in failed["cause"] and not events(run, "oom_recovered")
+    assert "train.oom = 'recover'" in failed["hint"]

@@ -1,0 +1,65 @@
+"""`train.max_memory_mb`: a real per-process memory limit, so allocations beyond it fail.
+
+GPU: `torch.cuda.set_per_process_memory_fraction` (the caching allocator raises OutOfMemoryError).
+CPU: `RLIMIT_DATA` set to the data memory the process holds after setup plus the cap. RLIMIT_DATA counts
+private writable mappings (heap and anonymous mmaps: what tensors use) and, unlike RLIMIT_AS, not the
+shared libraries or the 64 MiB PROT_NONE arenas glibc reserves per thread, which would make unrelated
+thread starts fail. torch alone maps ~3.5 GB of address space but only ~0.9 GB of data; measured
+here, both limits make `DefaultCPUAllocator: can't allocate memory` appear at the same batch size.
+
+glibc's mmap threshold is pinned first (`mallopt(M_MMAP_THRESHOLD, 256 KiB)`): by default it rises to
+32 MiB after a large block is freed, so later tensors land in heap arenas whose pages stay counted in
+VmData after they are freed; a run then "stays full" after its first OOM (measured: every later
+micro-batch failed with oneDNN's "could not create a primitive"). Pinned, every tensor is its own
+mapping and freeing it gives the memory back to the limit at once.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import resource
+from typing import Any
+
+import torch
+
+MB = 1 << 20
+M_MMAP_THRESHOLD = -3  # mallopt parameter number (glibc malloc.h)
+
+
+def vm_data() -> int:
+    """This process's data memory in bytes (VmData in /proc/self/status), 0 where unknown."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def apply(cap_mb: int, device: torch.device) -> dict[str, Any] | None:
+    """Cap this process at `cap_mb` (0: no cap); returns what was set, for the `started` event."""
+    if cap_mb <= 0:
+        return None
+    if device.type == "cuda":
+        total = torch.cuda.get_device_properties(device).total_memory
+        fraction = min(1.0, cap_mb * MB / total)
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
+        return {"device": str(device), "limit_mb": cap_mb, "fraction": round(fraction, 4)}
+    pin_mmap_threshold(256 << 10)
+    base = vm_data()
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    limit = base + cap_mb * MB
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    return {"device": "cpu", "limit_mb": cap_mb, "baseline_mb": base // MB, "rlimit_data_mb": limit // MB}
+
+
+def pin_mmap_threshold(size: int) -> bool:
+    """Fix glibc's mmap threshold at `size` bytes (and stop it rising); False where not glibc."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, size))
+    except (OSError, AttributeError):
+        return False
