@@ -2,7 +2,7 @@
 
 Lag is measured per event: from the wall time written into the event (just before the writer appends it)
 to the moment the console has written the first frame that includes it to its terminal. The console's CPU
-is its process's user+system time over the measured window (both threads: tailer and UI).
+is its process's user+system time over the measured window (all threads: tailer, UI, device sampler).
 
     .venv/bin/python benchmarks/console_live.py --runs 20 --rate 500 --seconds 20
 """
@@ -63,9 +63,8 @@ def console(result: Path) -> None:
         lags: list[float] = []
 
         def draw_frame(self) -> None:
-            with self.tailer.lock:
-                batch = applied[:]
-                applied.clear()
+            batch = applied[:]  # Board.apply runs on this (the UI) thread
+            applied.clear()
             super().draw_frame()
             self.pending += batch
 

@@ -23,7 +23,7 @@ from console.run_actions import RunActions
 from console.screens.help_screen import HelpScreen
 from console.screens.main_screen import MainScreen
 from console.services import gpu
-from console.services.tailer import RunsChanged, Tailer
+from console.services.tailer import RunsRead, Tailer
 from console.state import RANKINGS, Board, build_view, plot_view
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
@@ -59,9 +59,10 @@ class TrainConsole(RunActions, App[None]):
         (self.home / "runs").mkdir(mode=0o700, parents=True, exist_ok=True)
         self.sampler = sampler or gpu.NvmlSampler()
         self.clock = clock
-        self.board = Board()
-        self.tailer = Tailer(self.home, self.board, lambda: self.post_message(RunsChanged()),
-                             on_error=self._tailer_failed)
+        self.board = Board()  # the app's own: the tailer thread hands it updates in RunsRead messages
+        self.tailer = Tailer(self.home, self.post_message, on_error=self._tailer_failed)
+        self.loaded = False  # every run's history has been read and taken into the board
+        self._leaders: dict[str, tuple[int | None, float | None]] = {}  # handed to the device sampler
         self.selected: str | None = None
         self.marked: list[str] = []
         self.ranking = RANKINGS[0]
@@ -108,15 +109,20 @@ class TrainConsole(RunActions, App[None]):
         except RuntimeError:  # the app is closing
             pass
 
-    def on_runs_changed(self, _: RunsChanged) -> None:
-        """The tailer read something: draw it in the next frame."""
+    def on_runs_read(self, message: RunsRead) -> None:
+        """The tailer read something: take it into the board, let it read on, draw it in the next frame."""
+        for update in message.updates.values():
+            self.board.take(update)
+        self.tailer.taken()
+        self.loaded = self.loaded or message.loaded
+        live = [r for r in self.board.runs.values() if r.status == "running"]
+        self._leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
         self._schedule_frame()
 
     def _tick(self) -> None:
-        with self.tailer.lock:
-            for run in self.board.runs.values():
-                if run.status == "running":
-                    self.board.mark(run.id)  # elapsed time moves on
+        for run in self.board.runs.values():
+            if run.status == "running":
+                self.board.mark(run.id)  # elapsed time moves on
         self._schedule_frame()
 
     def _schedule_frame(self) -> None:
@@ -130,9 +136,8 @@ class TrainConsole(RunActions, App[None]):
         if not self.screen_stack:  # closing down
             return
         main = self.main
-        with self.tailer.lock:
-            changed = self.board.take_dirty() | self._force
-            view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed)
+        changed = self.board.take_dirty() | self._force
+        view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed)
         self._force = set()
         self.selected, self._labels = view.selected, view.labels
         main.show_view(view)
@@ -156,8 +161,7 @@ class TrainConsole(RunActions, App[None]):
         if not self.screen_stack:
             return
         main = self.main
-        with self.tailer.lock:
-            lines, title = plot_view(self.board, self.selected, self.marked, max(20, main.plot_width))
+        lines, title = plot_view(self.board, self.selected, self.marked, max(20, main.plot_width))
         main.show_plot(lines, title, bool(self._labels))
 
     def _redraw_selection(self) -> None:
@@ -184,11 +188,8 @@ class TrainConsole(RunActions, App[None]):
         """Sample device memory at <= 2 Hz in a thread (NVML calls can block)."""
         worker = get_current_worker()
         while not (worker.is_cancelled or self._stopping.is_set()):
-            with self.tailer.lock:
-                live = [r for r in self.board.runs.values() if r.status == "running"]
-                leaders = {r.id: (r.pid, r.pid_started) for r in live}
             try:
-                devices = self.sampler.sample(gpu.families(leaders))
+                devices = self.sampler.sample(gpu.families(self._leaders))
             except Exception as e:  # a sampler failure is shown in the pane; sampling goes on
                 devices = gpu.Devices(note=f"device sampling failed: {type(e).__name__}: {e}")
             if worker.is_cancelled or self._stopping.is_set():
@@ -235,8 +236,7 @@ class TrainConsole(RunActions, App[None]):
 
     async def action_quit(self) -> None:
         """Quit; the runs keep going."""
-        with self.tailer.lock:
-            running = sum(r.status == "running" for r in self.board.runs.values())
+        running = sum(r.status == "running" for r in self.board.runs.values())
         self.goodbye = (f"trainconsole: closed. {running} run(s) keep going in the background; "
                         "`trainconsole` reattaches, `trainconsole ls` lists them.")
         self.exit()

@@ -1,7 +1,7 @@
 """The console's pure core: the board of runs, their table rows, ranking and plot lines.
 
-No Textual and no I/O here, so all of it is unit-tested directly. The tailer thread applies events to a
-`Board` under its lock; the app reads rows and plot lines from it at a few frames per second.
+No Textual and no I/O here, so all of it is unit-tested directly. The app owns the `Board`: it takes the
+reader thread's `RunUpdate`s into it, and reads rows and plot lines from it at a few frames per second.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any as Object
 
 from console.run_state import Event, Note, RunState
+from console.run_update import RunUpdate
 
 __all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "View", "build_view", "duration",
            "human_bytes", "middle", "plot_lines", "plot_view", "rank", "row"]
@@ -48,6 +49,21 @@ class Board:
         if n:
             self._dirty.add(run_id)
         return n
+
+    def take(self, update: RunUpdate) -> None:
+        """Apply what the reader learnt about one run: its state, new events, then its current facts."""
+        if update.gone:
+            self.forget(update.run_id)
+            return
+        if update.state is not None:
+            self.runs[update.run_id] = update.state
+        run = self.get(update.run_id)
+        self.apply(update.run_id, update.events)
+        if update.info is not None:
+            run.set_info(update.info, update.epochs)
+        run.alive, run.problem = update.alive, update.problem
+        run.notes.extend(update.notes)
+        self._dirty.add(update.run_id)
 
     def mark(self, run_id: str) -> None:
         """Note that a run changed other than by events (its run.json, liveness or a problem)."""
@@ -149,7 +165,7 @@ def plot_lines(runs: Iterable[RunState], buckets: int) -> list[PlotLine]:
 
 @dataclass
 class View:
-    """What the screen needs for one frame, copied out of the board under the tailer's lock."""
+    """What the screen needs for one frame, copied out of the board."""
 
     rows: list[tuple[str, tuple[str, ...]]]
     labels: dict[str, str]

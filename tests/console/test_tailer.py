@@ -1,4 +1,6 @@
-"""The tailer thread's reading, without the UI: growth, half lines, bad directories, vanished runs."""
+"""The tailer thread's reading, without the UI: growth, half lines, bad directories, vanished runs, big logs.
+
+The tests play the app's part: take each posted `RunsRead` into a `Board`, then tell the tailer so."""
 
 from __future__ import annotations
 
@@ -7,15 +9,33 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from conftest import FAILED, FINISHED, LOST, RUNNING, STOPPED, T0, write_run
 
-from console.services.tailer import Tailer
+from console.services import jsonl
+from console.services.tailer import RunsRead, Tailer
+from console.services.tracked_run import CHUNK
 from console.state import Board
 
 
-def tailer(home: Path) -> tuple[Tailer, Board, list[int]]:
-    board, calls = Board(), []
-    return Tailer(home, board, lambda: calls.append(1)), board, calls
+class App:
+    """What the console does with the tailer's messages, minus the screen."""
+
+    def __init__(self) -> None:
+        self.board, self.messages, self.tailer = Board(), [], None
+
+    def post(self, message: RunsRead) -> None:
+        self.messages.append(message)
+        for update in message.updates.values():
+            self.board.take(update)
+        assert self.tailer is not None
+        self.tailer.taken()
+
+
+def tailer(home: Path) -> tuple[Tailer, Board, list[RunsRead]]:
+    app = App()
+    app.tailer = Tailer(home, app.post)
+    return app.tailer, app.board, app.messages
 
 
 def line(run_id: str, **fields: object) -> bytes:
@@ -80,9 +100,8 @@ def test_thread_notifies_and_stops(tmp_path: Path) -> None:
     with open(run.events, "ab") as f:
         f.write(line("r-0005", type="step", step=1, loss=0.25))
     for _ in range(100):
-        with t.lock:
-            if board.runs["r-0005"].loss == 0.25:
-                break
+        if board.runs["r-0005"].loss == 0.25:
+            break
         time.sleep(0.02)
     t.stop()
     assert board.runs["r-0005"].loss == 0.25 and calls
@@ -91,8 +110,8 @@ def test_thread_notifies_and_stops(tmp_path: Path) -> None:
 
 def test_an_unexpected_error_is_reported_and_the_thread_goes_on(tmp_path: Path) -> None:
     write_run(tmp_path, "r-0006", [{"t": T0, "type": "started"}])
-    board, errors = Board(), []
-    t = Tailer(tmp_path, board, lambda: None, on_error=errors.append)
+    app, errors = App(), []
+    t = app.tailer = Tailer(tmp_path, app.post, on_error=errors.append)
     real, calls = t.poll_once, []
 
     def flaky() -> tuple[bool, bool]:
@@ -105,4 +124,92 @@ def test_an_unexpected_error_is_reported_and_the_thread_goes_on(tmp_path: Path) 
     t.start()
     assert t.loaded.wait(5)
     t.stop()
-    assert errors and "boom" in errors[0] and "r-0006" in board.runs
+    assert errors and "boom" in errors[0] and "r-0006" in app.board.runs
+
+
+def step_lines(run_id: str, first: int, last: int, per_epoch: int = 1000) -> bytes:
+    """`step` events first..last (an epoch every `per_epoch` steps), written as the trainer writes them."""
+    head = '{"v":1,"t":%.1f,"run":"' + run_id + '","type":"step","step":%d,"epoch":%d,"loss":%.9g,"lr":0.05,'
+    tail = '"samples_per_s":2100.0,"mem":{"devices":[],"rss":851443712}}\n'
+    return "".join(head % (T0 + s / 10, s, 1 + (s - 1) // per_epoch, 1 / s) + tail
+                   for s in range(first, last + 1)).encode()
+
+
+def finished(run_id: str, steps: int, per_epoch: int = 1000) -> bytes:
+    epoch = steps // per_epoch
+    return (line(run_id, type="eval", epoch=epoch, step=steps, val_loss=0.3, val_acc=0.875)
+            + line(run_id, type="finished", best_val_acc=0.875))
+
+
+def read_all(t: Tailer, limit: int = 10_000) -> int:
+    """Poll until nothing is left to read; returns how many passes it took."""
+    for passes in range(1, limit):
+        if not t.poll_once()[1]:
+            return passes
+    raise AssertionError("the tailer never caught up")
+
+
+def test_a_log_ending_just_past_a_chunk_boundary_is_read_to_its_end(tmp_path: Path) -> None:
+    run = write_run(tmp_path, "r-0007", [{"t": T0, "type": "started"}], info={"pid": 2**22 + 7,
+                                                                                 "pid_started": 1.0})
+    t, board, _ = tailer(tmp_path)
+    t.poll_once()
+    assert board.runs["r-0007"].status == "lost"
+    body = step_lines("r-0007", 1, 40_000)
+    steps = body[: 3 * CHUNK + 1 - run.events.stat().st_size].count(b"\n")  # end a few bytes past 3 chunks
+    with open(run.events, "ab") as f:
+        f.write(step_lines("r-0007", 1, steps) + finished("r-0007", steps))
+    size = run.events.stat().st_size
+    assert 3 * CHUNK < size < 4 * CHUNK - 100
+    assert read_all(t) > 1  # more than one chunk a pass could not be read at once
+    state = board.runs["r-0007"]
+    assert (state.status, state.epoch, state.step, len(state.train_loss)) == ("finished", steps // 1000,
+                                                                              steps, steps)
+
+
+def test_a_500000_event_log_reattaches_finished_tail_first(tmp_path: Path) -> None:
+    steps, run_id = 500_000, "r-0008"
+    run = write_run(tmp_path, run_id, [{"t": T0, "type": "started", "strategy": "single", "world_size": 1}],
+                    epochs=500)
+    with open(run.events, "ab") as f:
+        for first in range(1, steps, 50_000):
+            f.write(step_lines(run_id, first, first + 49_999))
+        f.write(finished(run_id, steps))
+    assert run.events.stat().st_size > 75 << 20
+    t, board, messages = tailer(tmp_path)
+    t.poll_once()  # one pass reads the log's end: the row is right before the history is in
+    state = board.runs[run_id]
+    assert (state.status, state.epoch, state.val_acc, state.loss) == ("finished", 500, 0.875, 2e-06)
+    assert len(state.train_loss) < steps and not t.loaded.is_set()
+    read_all(t)
+    state = board.runs[run_id]  # the whole history, handed over in a state of its own
+    assert (state.status, state.epoch, state.world_size, len(state.train_loss)) == ("finished", 500, 1, steps)
+    assert t.loaded.is_set() and messages[-1].loaded
+
+
+def test_updates_wait_for_the_app_and_arrive_merged_in_order(tmp_path: Path) -> None:
+    run = write_run(tmp_path, "r-0009", [{"t": T0, "type": "started"}])
+    posted: list[RunsRead] = []
+    t = Tailer(tmp_path, posted.append)  # an app that has not taken anything yet
+    t.poll_once()
+    for step in (1, 2, 3):
+        with open(run.events, "ab") as f:
+            f.write(line("r-0009", type="step", step=step, loss=1.0 / step))
+        t.poll_once()
+    assert len(posted) == 1  # one message in the app's queue at a time
+    t.taken()
+    t.poll_once()
+    assert len(posted) == 2
+    board = Board()
+    for message in posted:
+        for update in message.updates.values():
+            board.take(update)
+    assert list(board.runs["r-0009"].train_loss.xs) == [1.0, 2.0, 3.0]
+
+
+def test_parse_without_orjson_gives_the_same_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [b'{"v":1,"type":"step","step":1}', b"garbled", b"[1]", b'{"v":1,"type":"eval","epoch":1}']
+    fast = jsonl.parse(lines)
+    monkeypatch.setattr(jsonl, "loads", json.loads)
+    assert jsonl.parse(lines) == fast == ([{"v": 1, "type": "step", "step": 1},
+                                           {"v": 1, "type": "eval", "epoch": 1}], 2)
