@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from console import hangup
 from console.run_actions import RunActions
 from console.screens.help_screen import HelpScreen
 from console.screens.main_screen import MainScreen
@@ -91,7 +92,8 @@ class TrainConsole(RunActions, App[None]):
         return self.screen_stack[0]  # type: ignore[return-value]
 
     def on_mount(self) -> None:
-        """Start following runs once the first frame is out, and sample devices."""
+        """Start following runs once the first frame is out, sample devices, quit if the terminal goes."""
+        hangup.watch(self)
         self.call_after_refresh(self.tailer.start)
         self.call_after_refresh(self.sample_devices)
         self.set_interval(1.0, self._tick)

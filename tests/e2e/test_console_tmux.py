@@ -140,3 +140,29 @@ def test_hangup_leaves_runs_going_and_a_new_console_reattaches(term: Terminal, h
     assert not COLOUR.search(term.screen("b", escapes=True)), "NO_COLOR was not honoured"
     grown = term.wait("b", lambda s: s != first, "live updates", 30)
     assert "running" in grown and steps > 0
+
+
+def test_console_under_make_exits_when_its_terminal_goes_away(term: Terminal, home: Path,
+                                                              tmp_path: Path) -> None:
+    # Under make, killing the tmux server hangs up the tty but signals only the session leader: the console
+    # (make's child) gets no SIGHUP and its terminal reads return EOF. It must notice and exit all the same.
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "Makefile").write_text(f".PHONY: run\nrun:\n\t{EXE}\n")  # what `make run` does, minus pip
+    term.open("m", f"make --no-print-directory -f {recipes / 'Makefile'} run")
+    term.wait("m", lambda s: "no runs yet" in s, "the first frame", 30)
+    console = psutil.Process(term.console_pid("m"))
+    assert any(p.name() == "make" for p in console.parents()), "the console is not make's child"
+    term.keys("m", "5", *["Tab"] * 6, "C-u", "200", "Enter")
+    term.wait("m", lambda s: "running" in s, "the run launched from the console")
+    _, pids = run_pids(home)
+    term.close()  # kill the tmux server: the terminal is gone
+    deadline = time.monotonic() + 5
+    while not gone([console.pid]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert gone([console.pid]), f"the console outlived its terminal ({console.cpu_percent(0.5)}% CPU)"
+        assert not gone(pids), "the run died with the console"
+    finally:
+        if not gone([console.pid]):
+            console.kill()

@@ -1,0 +1,50 @@
+"""Quit when the console's terminal goes away (SIGHUP, or a hung-up tty), whoever its parent is.
+
+When a terminal hangs up, the kernel signals only the session's leader. A console started by a shell is
+in the terminal's foreground group and gets SIGHUP when that shell exits; one started by `make run` in
+tmux does not (make's shell dies, make and the console do not), and Textual's input thread then reads
+EOF from the dead tty in a loop (select says readable, read returns nothing) at ~99% of a core, forever.
+So the console takes SIGHUP itself and also asks the tty, a few times a second, whether it is still
+there (`tcgetattr` fails with EIO once it has hung up). Runs are separate processes: they go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import termios
+import threading
+from typing import Any
+
+CHECK_S = 0.25  # how often the tty is asked
+GRACE_S = 0.5  # after which the console exits without Textual's shutdown (it writes to the dead tty)
+
+
+def watch(app: Any) -> None:
+    """From the app's `on_mount`: quit on SIGHUP or when the tty on stdin hangs up (not when headless)."""
+    fd = sys.__stdin__.fileno() if sys.__stdin__ is not None else -1
+    if app.is_headless or fd < 0 or not os.isatty(fd):
+        return
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, lambda: gone(app))
+    app.set_interval(CHECK_S, lambda: check(app, fd), name="terminal check")
+
+
+def check(app: Any, fd: int) -> None:
+    """Quit if the terminal has hung up."""
+    try:
+        termios.tcgetattr(fd)
+    except termios.error:
+        gone(app)
+
+
+def gone(app: Any) -> None:
+    """Exit now: politely if Textual can, for certain within GRACE_S."""
+    if getattr(app, "_hung_up", False):
+        return
+    app._hung_up = True
+    timer = threading.Timer(GRACE_S, os._exit, (0,))
+    timer.daemon = True
+    timer.start()
+    app.exit()
