@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from script_helpers import FIXTURES, cli, of_type, start, status, wait_for
+from script_helpers import FIXTURES, cli, events, of_type, start, status, wait_for
+
+from console.run_state import RunState
 
 MNIST = FIXTURES / "mnist_main.py"
 PRINTED_LOSS = re.compile(r"Train Epoch: (\d+) .*\tLoss: ([0-9.]+)")
@@ -26,6 +28,10 @@ def test_mnist_example_finishes_with_its_printed_losses_as_step_events(home: Pat
     assert len(evals) == 2 and all(0 <= e["val_acc"] <= 1 and e["val_loss"] > 0 for e in evals)
     started = of_type(home, run_id, "started")[0]
     assert started["strategy"] == "script" and started["args"] == ["--epochs", "2", "--samples", "96"]
+    board = RunState(run_id)  # what the console's loss plot draws
+    for event in events(home, run_id):
+        board.apply(event)
+    assert list(board.train_loss.ys) == [float(loss) for _, loss in printed] and len(board.val_accs) == 2
 
 
 def test_raising_script_ends_failed_with_its_cause_and_traceback(home: Path, tmp_path: Path) -> None:
