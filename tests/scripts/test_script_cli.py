@@ -86,3 +86,12 @@ def test_bad_input_exits_2_with_one_line_and_creates_nothing(home: Path, args: l
     assert len(lines) == 1 and field in lines[0] and "Traceback" not in out.stderr
     assert out.stdout == ""
     assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+
+
+def test_exit_without_traceback_names_the_code_and_the_last_error_line(home: Path, tmp_path: Path) -> None:
+    script = tmp_path / "quit.py"
+    script.write_text("import sys\nprint('giving up: no GPU found', file=sys.stderr)\nsys.exit(3)\n")
+    out = cli("run", "--script", str(script), "--wait", cwd=tmp_path)
+    assert out.returncode == 1
+    failed = of_type(home, out.stdout.split()[0], "failed")[0]
+    assert failed["cause"] == "the script exited with code 3: giving up: no GPU found"

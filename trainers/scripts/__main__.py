@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m trainers.scripts: {run.path} is not a run directory", file=sys.stderr)
         return EXIT_USAGE
     writer = EventWriter(run.events, run.read_info().get("id") or run.id)
+    early: list[int] = []  # a stop that comes before the script starts
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda signum, frame: early.append(signum))
     try:
         config = load(run.config)
     except ConfigError as e:
@@ -44,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     with run.lock():
         run.update_info(strategy=strategy)
     script = ScriptRun(run, config, writer)
+    script.stop_asked = bool(early)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, script.ask_stop)
     code = script.execute(resumed=args.resume)

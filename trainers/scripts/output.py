@@ -77,6 +77,7 @@ class OutputEvents:
         self.epoch: int | None = None
         self.step = 0
         self.best_val_acc: float | None = None
+        self.last_error = ""
         self.lock = threading.Lock()
         self.mem_due = 0.0
 
@@ -89,6 +90,7 @@ class OutputEvents:
         """One line on stderr: metrics too (logging writes there), and the traceback watch."""
         with self.lock:
             self.watch.feed(line)
+            self.last_error = line.strip() or self.last_error
             self._metrics(line)
 
     def _metrics(self, line: str) -> None:

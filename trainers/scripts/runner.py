@@ -69,6 +69,9 @@ class ScriptRun:
 
     def execute(self, resumed: bool = False) -> int:
         """Run the script to its end; emit `started` and the final event; return its exit code."""
+        if self.stop_asked:  # stopped before it started
+            self.writer.emit("stopped", exit_code=None)
+            return 0
         script, devices = self.config["script"], self.config["strategy"]["devices"]
         self.proc = subprocess.Popen(command(script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=environment(self.run, devices))
@@ -99,7 +102,7 @@ class ScriptRun:
             best = {"best_val_acc": events.best_val_acc} if events.best_val_acc is not None else {}
             self.writer.emit("finished", exit_code=0, step=events.step, **best)
         else:
-            cause = events.watch.cause or _exit_cause(code)
+            cause = events.watch.cause or _exit_cause(code, events.last_error)
             self.writer.emit("failed", cause=cause, hint=hint(cause), traceback=events.watch.traceback,
                              exit_code=code)
 
@@ -115,10 +118,11 @@ def _stop_targets(pid: int, elastic: bool) -> list[psutil.Process]:
         return []
 
 
-def _exit_cause(code: int) -> str:
+def _exit_cause(code: int, last_error: str) -> str:
     if code < 0:
         try:
             return f"the script was killed by {signal.Signals(-code).name}"
         except ValueError:
             return f"the script was killed by signal {-code}"
-    return f"the script exited with code {code} (no traceback on stderr)"
+    said = f": {last_error[:200]}" if last_error else " (nothing on stderr)"
+    return f"the script exited with code {code}{said}"
