@@ -76,6 +76,8 @@ BAD_INPUTS = [
     (["--set", "train.optimizer=rmsprop"], "train.optimizer"),
     (["--set", "data.name=\"mnist\"", "--set", "data.root=\"/no/such\""], "data.root"),
     (["--set", "lr=1"], "--set"),
+    (["--set", "model.name=\"vit_b_16\"", "--set", "strategy.name=\"model_parallel\""],
+     "model.name: vit_b_16 cannot be split into stages"),
 ]
 
 

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 import torch
 from torch.utils.data import DistributedSampler, TensorDataset
+from trainer_runs import make_config, make_run
 
-from trainers import models
+from trainers import loop, models
 from trainers.guards import StrategyUnavailable
+from trainers.protocol import EventWriter, read_all
+from trainers.signals import StopFlag
 from trainers.strategies import stages
 from trainers.strategies.pipeline import Pipeline
 from trainers.strategies.rendezvous import rank_envs
@@ -75,3 +82,64 @@ def test_rank_environments() -> None:
                                                                              ("3", "1", "4")]
     with pytest.raises(StrategyUnavailable, match="master_port"):
         rank_envs({**spec, "nnodes": 2}, 1)
+
+
+def test_the_not_a_chain_table_matches_installed_torchvision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every torchvision classifier traced (on the meta device: no memory, no compute): the ones that do
+    not chain are exactly protocol's NOT_A_CHAIN, so validation refuses before start what cannot split."""
+    from torchvision.models import regnet
+
+    from trainers.protocol.model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
+
+    widths = regnet.BlockParams.from_init_params  # computes block widths with tensor ops: not on meta
+    monkeypatch.setattr(regnet.BlockParams, "from_init_params",
+                        classmethod(lambda cls, *a, **k: on_cpu(widths, *a, **k)))
+    refused = set()
+    for name in sorted(TORCHVISION_CLASSIFIERS):
+        with torch.device("meta"):
+            model = models.torchvision_model(name, 10)
+        try:
+            assert len(stages.layers_of(model)) >= 2, name
+        except StrategyUnavailable:
+            refused.add(name)
+    assert refused == set(NOT_A_CHAIN)
+
+
+def on_cpu(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    with torch.device("cpu"):
+        return fn(*args, **kwargs)
+
+
+def test_branching_models_are_refused_with_the_reason() -> None:
+    class Skip(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(x)) + x
+
+    with pytest.raises(StrategyUnavailable, match=r"cannot split Skip: .*used more than once"):
+        stages.layers_of(Skip())
+
+
+# model_parallel trains each family (the smallest of each) in two non-empty stages on tiny images.
+FAMILIES = ["mobilenet_v3_small", "efficientnet_b0", "densenet121", "convnext_tiny", "regnet_x_400mf",
+            "squeezenet1_1", "mobilenet_v2", "shufflenet_v2_x0_5", "mnasnet0_5"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES)
+def test_torchvision_families_train_in_two_stages(tmp_path: Path, name: str) -> None:
+    batch = 8 if name.startswith("regnet") else 4  # RegNet's BatchNorm on 1x1 maps of 2 samples blows up
+    data = {"name": "synthetic", "samples": 4 * batch, "shape": [3, 32, 32]}
+    config = make_config(model={"name": name}, data=data,
+                         train={"epochs": 1, "max_steps": 2, "batch_size": batch, "threads": 2, "lr": 0.001},
+                         strategy={"name": "model_parallel", "devices": 2, "micro_batches": 2})
+    (tmp_path / "runs").mkdir()
+    run = make_run(tmp_path, config, name=name)
+    outcome = loop.run(config, run, EventWriter(run.events, run.id), StopFlag())
+    assert outcome.status == "finished"
+    started = [e for e in read_all(run.events) if e["type"] == "started"][0]
+    assert len(started["stage_params"]) == 2 and min(started["stage_params"]) > 0
+    assert sum(started["stage_params"]) == started["params"]

@@ -84,3 +84,12 @@ TORCHVISION_CLASSIFIERS = frozenset(
         "wide_resnet50_2",
     }
 )
+
+#: Classifiers above whose forward() is not a chain of layers, so model_parallel cannot cut them into
+#: stages, with why (every other one splits). tests/trainers/test_stages.py traces each installed model
+#: with torch.fx and checks this table against what it finds.
+NOT_A_CHAIN = {
+    name: "its forward() prepends a class token to the patch sequence and reads it back (not a chain of "
+    "layers)"
+    for name in ("vit_b_16", "vit_b_32", "vit_h_14", "vit_l_16", "vit_l_32")
+}

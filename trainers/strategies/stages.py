@@ -1,9 +1,11 @@
 """A model as a sequence of layers, and where to cut that sequence into pipeline stages.
 
-Models expressible as a sequence: any `nn.Sequential` (small_cnn, plug-ins that return one), torchvision
-ResNets (resnet*, resnext*, wide_resnet*) and the VGG/AlexNet family. The layers are the model's own
-submodules (plus a parameter-free Flatten where its forward() flattens), so the stages share the original
-module's parameters and saving the original module gives the usual state_dict keys.
+The sequence is the chain of steps in the model's forward() (trainers/strategies/chain.py, by torch.fx),
+with each plain nn.Sequential step opened into its children, recursively: `features` of VGG, MobileNet,
+EfficientNet, DenseNet, ConvNeXt, SqueezeNet, a ResNet's `layer1..4`, a RegNet's `trunk_output`, or a
+plug-in that returns an nn.Sequential. The layers are the model's own submodules (plus parameter-free steps
+such as the flatten between avgpool and classifier), so the stages share the original module's parameters
+and saving the original module gives the usual state_dict keys.
 """
 
 from __future__ import annotations
@@ -13,31 +15,26 @@ import itertools
 from torch import nn
 
 from ..guards import StrategyUnavailable
-
-FEATURES_CLASSIFIER = ("VGG", "AlexNet")  # forward: features -> avgpool -> flatten -> classifier
+from .chain import chain_of
 
 
 def layers_of(model: nn.Module) -> list[nn.Module]:
-    """The model's forward pass as an ordered list of modules; StrategyUnavailable if it has none."""
-    kind = type(model).__name__
-    if isinstance(model, nn.Sequential):
-        return _flat(model)
-    if kind == "ResNet":
-        blocks = [*model.layer1, *model.layer2, *model.layer3, *model.layer4]
-        return [model.conv1, model.bn1, model.relu, model.maxpool, *blocks, model.avgpool, nn.Flatten(),
-                model.fc]
-    if kind in FEATURES_CLASSIFIER:
-        return [*_flat(model.features), model.avgpool, nn.Flatten(), *_flat(model.classifier)]
-    raise StrategyUnavailable(f"model_parallel cannot split {kind} into stages: it needs an nn.Sequential, "
-                              "a torchvision ResNet or a VGG/AlexNet model")
+    """The model's forward pass as an ordered list of layers; StrategyUnavailable, saying why, if none."""
+    layers = [layer for step in chain_of(model) for layer in _flat(step)]
+    seen: set[int] = set()
+    for layer in layers:
+        if param_count(layer) and id(layer) in seen:  # its weights cannot sit in two stages at once
+            raise StrategyUnavailable(f"model_parallel cannot split {type(model).__name__}: its forward() "
+                                      f"calls the layer {type(layer).__name__} more than once")
+        seen.add(id(layer))
+    return layers
 
 
-def _flat(seq: nn.Module) -> list[nn.Module]:
-    """Children of nested nn.Sequential containers, in order (other modules are kept whole)."""
-    out: list[nn.Module] = []
-    for child in seq.children():
-        out.extend(_flat(child) if isinstance(child, nn.Sequential) else [child])
-    return out
+def _flat(step: nn.Module) -> list[nn.Module]:
+    """A plain nn.Sequential (one whose forward is Sequential's own) opened into its children, recursively."""
+    if not isinstance(step, nn.Sequential) or type(step).forward is not nn.Sequential.forward:
+        return [step]
+    return [layer for child in step.children() for layer in _flat(child)]
 
 
 def param_count(layer: nn.Module) -> int:
