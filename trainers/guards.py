@@ -5,6 +5,8 @@ Stdlib only, so that a run can still explain a failure that happened while impor
 
 from __future__ import annotations
 
+import os
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,7 +60,29 @@ def explain(exc: BaseException, config: Config | None = None) -> Explanation:
     """The cause (`Type: first line of the message`) and a hint for an exception raised by a run."""
     own = getattr(exc, "hint", "")  # an error that knows its own fix (TrainerError subclasses)
     hint = own if isinstance(own, str) and own else _hint(exc, config or {})
-    return Explanation(cause=one_line(exc), hint=hint)
+    cause, where = one_line(exc), plugin_frame(exc, config or {})
+    if where:
+        cause += f" [in plug-in {where}]"
+        hint = f"the error is raised by your plug-in code at {where}" + (f"; {hint}" if hint else "")
+    return Explanation(cause=cause, hint=hint)
+
+
+def plugin_frame(exc: BaseException, config: Config) -> str:
+    """`module:factory, file.py line N` for the innermost traceback frame inside a plug-in's module
+    (model.name / data.name of the form 'package.module:factory'), or ''."""
+    files = {}
+    for section in ("model", "data"):
+        spec = str(config.get(section, {}).get("name", ""))
+        module = sys.modules.get(spec.partition(":")[0]) if ":" in spec else None
+        if module is not None and getattr(module, "__file__", None):
+            files[os.path.realpath(module.__file__)] = spec
+    if not files:
+        return ""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        spec = files.get(os.path.realpath(frame.filename))
+        if spec:
+            return f"{spec}, {os.path.basename(frame.filename)} line {frame.lineno}"
+    return ""
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
@@ -72,6 +96,11 @@ def traceback_tail(exc: BaseException, lines: int = 15) -> str:
     """The last `lines` lines of the formatted traceback (the full one goes to stderr.log)."""
     text = "".join(traceback.format_exception(exc)).rstrip("\n")
     return "\n".join(text.splitlines()[-lines:])
+
+
+def hint_for(exc: BaseException, config: Config) -> str:
+    """The rule-based hint for `exc` (what `explain` gives when the error carries no hint of its own)."""
+    return _hint(exc, config)
 
 
 def _hint(exc: BaseException, config: Config) -> str:
@@ -110,6 +139,19 @@ def _nan_hint(c: Config) -> str:
             "check the data for NaN or infinite values")
 
 
+def _worker_hint(c: Config) -> str:
+    return ("a DataLoader worker process died (killed for memory, or crashed in the dataset's code): "
+            f"rerun with data.num_workers = 0 (now {_get(c, 'data', 'num_workers')}) "
+            "to see the dataset's own error")
+
+
+def _cudnn_hint(c: Config) -> str:
+    return ("cuDNN could not start: usually the GPU was already full when cuDNN initialised (another "
+            "process?) or torch's CUDA build does not match the driver; free the GPU, lower "
+            f"train.batch_size (now {_get(c, 'train', 'batch_size')}), "
+            "or check nvidia-smi and torch.version.cuda")
+
+
 def _label_hint(c: Config) -> str:
     return (f"a label is outside [0, num_classes): check model.num_classes (now "
             f"{_get(c, 'model', 'num_classes')}) against the dataset; "
@@ -122,6 +164,8 @@ _RULES: list[tuple[Callable[[BaseException], bool], Callable[[Config], str]]] = 
     (_is("DataFilesMissing"), lambda c: f"put the dataset under data.root (now {_get(c, 'data', 'root')!r})"),
     (_is("StrategyUnavailable"), lambda c: "pick strategy.name = 'single' or strategy.accelerator = 'cpu'"),
     (_is("ConfigError"), lambda c: "fix that key in config.toml (or pass --set section.key=value)"),
+    (_has("CUDNN_STATUS_NOT_INIT"), _cudnn_hint),
+    (_has("DataLoader worker", "exited unexpectedly"), _worker_hint),
     (_is("OutOfMemoryError", "MemoryError"), _oom_hint),
     (_has(*OOM_MARKERS), _oom_hint),
     (_has(*SHAPE_MARKERS), _shape_hint),

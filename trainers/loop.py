@@ -18,7 +18,7 @@ from . import checkpoint, setup
 from .meter import StepMeter
 from .optim import LrSchedule
 from .strategies import Strategy, make_strategy
-from .troubles import memory_cap
+from .troubles import memory_cap, precision_probe
 from .troubles.stepper import Stepper
 
 Config = dict[str, dict[str, Any]]
@@ -71,7 +71,8 @@ class Training:
         self.schedule = LrSchedule(config["train"]["lr_schedule"], config["train"]["lr"], int(total))
         self.meter = StepMeter(strategy.device, strategy.devices, strategy.world_size)
         self.best_acc, self.metrics = -1.0, {}
-        self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit)
+        self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit,
+                               self.parts.split.num_classes)
 
     def emit(self, kind: str, **fields: Any) -> None:
         """Write an event, from global rank 0 only."""
@@ -93,6 +94,8 @@ class Training:
                        micro_batch=self.stepper.micro_batch)
         for warning in self.strategy.warnings:  # e.g. dp on fewer than 2 GPUs, model_parallel on the CPU
             self.emit("warning", **warning)
+        precision_probe.check(self.model, self.parts.split.train, self.strategy, self.parts.precision,
+                              self.emit)  # a precision much slower than fp32 here: warn now
         epoch = self.start_epoch - 1
         for epoch in range(self.start_epoch, self.epochs + 1):
             self._train_steps(epoch)
@@ -107,7 +110,7 @@ class Training:
                 return self._stopped(epoch, saved=True)
         self.emit_node("finished", best_val_acc=self.best_acc, val_acc=self.metrics.get("val_acc"),
                        val_loss=self.metrics.get("val_loss"), train_loss=self.metrics.get("train_loss"),
-                       epochs=epoch, steps=self.step)
+                       epochs=epoch, steps=self.step, skipped_steps=self.stepper.skipped)
         return Outcome("finished", dict(self.metrics))
 
     def _train_steps(self, epoch: int) -> None:
@@ -127,7 +130,8 @@ class Training:
             loss = train_step(x, y, self.step)
             self.step += 1
             self.batches_done += 1
-            meter.add(loss, x.shape[0])
+            if loss is not None:  # None: a step skipped for a NaN/Inf loss (train.nonfinite = "skip")
+                meter.add(loss, x.shape[0])
             if self.is_zero and meter.due():
                 self._emit_step(epoch)
             if reduce_stop(stop.is_set()) or self.step >= self.max_steps:

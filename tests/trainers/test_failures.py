@@ -39,7 +39,8 @@ def failed_run(tc_home: Path, tmp_path: Path, config: dict) -> tuple[int, dict]:
 def test_plugin_factory_that_raises(tc_home: Path, tmp_path: Path) -> None:
     code, failed = failed_run(tc_home, tmp_path, make_config(model={"name": "tc_test_plugins:broken"}))
     assert code == 1
-    assert failed["cause"] == "RuntimeError: the factory could not build its model"
+    assert failed["cause"].startswith("RuntimeError: the factory could not build its model [in plug-in "
+                                      "tc_test_plugins:broken, tc_test_plugins.py line 5]")
     assert "tc_test_plugins.py" in failed["traceback"]
 
 

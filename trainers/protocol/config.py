@@ -118,6 +118,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "max_memory_mb": Field(int, 0, _at_least(0), "0 = no cap; GPU: this process's share of the device; "
                                "CPU: data memory the trainer may add after setup"),
         "oom": Field(str, "recover", _one_of("recover", "fail"), "recover: halve the micro-batch and redo"),
+        "nonfinite": Field(str, "fail", _one_of("fail", "skip"), "skip: drop a step whose loss is NaN/Inf"),
     },
     "strategy": {
         "name": Field(str, "single", _one_of("single", "dp", "ddp", "model_parallel")),

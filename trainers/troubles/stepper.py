@@ -32,6 +32,7 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..guards import one_line
+from .explain import pointed
 from .oom import OutOfMemory, free, is_oom, memory_at
 
 INJECTED = "DefaultCPUAllocator: can't allocate memory: injected by TRAINCONSOLE_OOM_AT"
@@ -51,13 +52,15 @@ class Stepper:
     """Runs `step(x, y, step)`: zero grads, forward/backward per micro-batch, optimizer step."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, precision: Any, strategy: Any,
-                 config: dict[str, dict[str, Any]], emit: Callable[..., Any]) -> None:
+                 config: dict[str, dict[str, Any]], emit: Callable[..., Any], num_classes: int = 0) -> None:
         self.model, self.optimizer, self.precision, self.strategy = model, optimizer, precision, strategy
         self.batch = strategy.local_batch_size(config["train"]["batch_size"])
         self.micro_batch, self.recoveries = self.batch, 0
         self.recover = config["train"]["oom"] == "recover"
         self.cap_mb = config["train"]["max_memory_mb"]
-        self.emit = emit
+        self.emit, self.num_classes = emit, num_classes
+        self.config = config
+        self.skip_nonfinite, self.skipped = config["train"]["nonfinite"] == "skip", 0
         self.ddp = isinstance(model, DDP) and dist.is_initialized()
         self.own_sync = self.ddp and self.recover
         self.group = getattr(getattr(strategy, "sync", None), "group", None)
@@ -74,13 +77,21 @@ class Stepper:
         if micro_batch:
             self.micro_batch = max(1, min(int(micro_batch), self.batch))
 
-    def step(self, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor:
-        """One optimizer step over (x, y); returns the batch's mean loss, detached, on the device."""
-        while True:
-            result = self._attempt(x, y, step)
-            if isinstance(result, torch.Tensor):
-                return result
-            self._recover(result, step)
+    def step(self, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor | None:
+        """One optimizer step over (x, y); returns the batch's mean loss, detached, on the device
+        (None for a step skipped because its loss was not finite)."""
+        try:
+            while True:
+                result = self._attempt(x, y, step)
+                if not isinstance(result, Failure):
+                    return result
+                self._recover(result, step)
+        except Exception as exc:
+            plain = self.model.module if self.ddp else self.model  # a replay must call no collective
+            better = pointed(exc, plain, x, y, self.num_classes, self.config)
+            if better is None:
+                raise
+            raise better from exc
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """The model's output for evaluation, computed in micro-batches once training needed them."""
@@ -101,11 +112,33 @@ class Stepper:
             if isinstance(loss, Failure):
                 return loss
             total = loss if total is None else total + loss
+        assert total is not None
+        if self.skip_nonfinite and not self._finite(total):
+            self._skip(step)
+            return None
         if self.own_sync:
             self._all_reduce_grads()
         self._optimizer_step()
-        assert total is not None
         return total
+
+    def _finite(self, loss: torch.Tensor) -> bool:
+        """Whether every rank's loss is finite (`train.nonfinite = "skip"`: one host sync per step)."""
+        finite = bool(torch.isfinite(loss))
+        if not self.ddp:
+            return finite
+        flag = torch.tensor([0.0 if finite else 1.0], dtype=torch.float64)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
+        return flag.item() == 0
+
+    def _skip(self, step: int) -> None:
+        """Drop this step's gradients; warn at the 1st, 10th, 100th ... skipped step."""
+        self.optimizer.zero_grad(set_to_none=True)
+        self.skipped += 1
+        if math.log10(self.skipped).is_integer():
+            self.emit("warning", code="nonfinite_skipped", step=step + 1, skipped=self.skipped,
+                      message=f"loss is NaN or infinite at step {step + 1}: step skipped "
+                      f"({self.skipped} so far)",
+                      hint="lower train.lr; with fp16 try bf16; check the data for NaN or infinite values")
 
     def _micro(self, x: torch.Tensor, y: torch.Tensor, weight: float, step: int,
                last: bool) -> torch.Tensor | Failure:
