@@ -162,6 +162,8 @@ _RULES: list[tuple[Callable[[BaseException], bool], Callable[[Config], str]]] = 
     (_is("NonFiniteLossError"), _nan_hint),
     (_is("CheckpointError"), lambda c: "point model.weights / train.resume_from at a file you trust"),
     (_is("DataFilesMissing"), lambda c: f"put the dataset under data.root (now {_get(c, 'data', 'root')!r})"),
+    (_has("model_parallel cannot split"), lambda c: "model_parallel cuts a forward() that is a chain of "
+     "layers: have the model factory return an nn.Sequential, or pick strategy.name = 'ddp'"),
     (_is("StrategyUnavailable"), lambda c: "pick strategy.name = 'single' or strategy.accelerator = 'cpu'"),
     (_is("ConfigError"), lambda c: "fix that key in config.toml (or pass --set section.key=value)"),
     (_has("CUDNN_STATUS_NOT_INIT"), _cudnn_hint),

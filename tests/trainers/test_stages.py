@@ -143,3 +143,12 @@ def test_torchvision_families_train_in_two_stages(tmp_path: Path, name: str) -> 
     started = [e for e in read_all(run.events) if e["type"] == "started"][0]
     assert len(started["stage_params"]) == 2 and min(started["stage_params"]) > 0
     assert sum(started["stage_params"]) == started["params"]
+
+
+def test_a_plugin_that_does_not_chain_fails_with_a_hint_that_applies() -> None:
+    from trainers.guards import explain
+
+    with pytest.raises(StrategyUnavailable) as caught:
+        stages.layers_of(torch.nn.Bilinear(2, 2, 2))
+    hint = explain(caught.value, {}).hint
+    assert "nn.Sequential" in hint and "accelerator" not in hint
