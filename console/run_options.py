@@ -1,6 +1,7 @@
 """`trainconsole run`'s options for scripts and the queue, and the config they make.
 
-`run --script PATH [--nproc N] [--devices D] [--pattern RE] [--queue] [--min-free-mb MB] [-- ARGS...]`
+`run --script PATH [--nproc N] [--devices D] [--pattern RE] [--tensorboard DIR] [--queue] [--min-free-mb MB]
+[-- ARGS...]`
 makes a run of kind `script`; `--queue`, `--min-free-mb` and `--devices` work for config runs too.
 """
 
@@ -22,6 +23,7 @@ def add_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--devices", metavar="D", help="auto, a count, or GPU indices like 0,1")
     cmd.add_argument("--pattern", action="append", metavar="REGEX",
                      help="with --script: a metric regex with named groups, e.g. 'loss=(?P<loss>\\S+)'")
+    cmd.add_argument("--tensorboard", metavar="DIR", help="with --script: read the TensorBoard files in DIR")
     cmd.add_argument("--queue", action="store_true", help="wait until the devices have --min-free-mb free")
     cmd.add_argument("--min-free-mb", type=int, metavar="MB", help="free memory each device needs to start")
 
@@ -33,11 +35,11 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
         if args.nproc is not None and args.nproc < 1:
             raise ConfigError("--nproc", "must be >= 1", args.nproc)
         script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
-                  "patterns": args.pattern}
+                  "patterns": args.pattern, "tensorboard": args.tensorboard}
         return script_runs.script_config(args.config, args.set, script, strategy), "script"
     if args.config is None:
         raise ConfigError("config", "a TOML config file is required (or --script PATH)")
-    for flag in ("nproc", "pattern"):
+    for flag in ("nproc", "pattern", "tensorboard"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag}", "only goes with --script PATH")
     if args.script_args:

@@ -95,3 +95,24 @@ def test_exit_without_traceback_names_the_code_and_the_last_error_line(home: Pat
     assert out.returncode == 1
     failed = of_type(home, out.stdout.split()[0], "failed")[0]
     assert failed["cause"] == "the script exited with code 3: giving up: no GPU found"
+
+
+TENSORBOARD_SCRIPT = """
+from torch.utils.tensorboard import SummaryWriter
+
+writer = SummaryWriter()  # ./runs/<date>_<host>/, TensorBoard's default
+for step in range(1, 6):
+    writer.add_scalar("Loss/train", 1.0 / step, step)
+writer.add_scalar("Accuracy/val", 0.8, 5)
+writer.close()
+"""
+
+
+def test_tensorboard_scalars_the_script_writes_become_events(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TENSORBOARD_SCRIPT)
+    out = cli("run", "--script", "train.py", "--wait", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split()[0]
+    steps = of_type(home, run_id, "step")
+    assert [(e["step"], e["loss"]) for e in steps] == [(s, pytest.approx(1.0 / s)) for s in range(1, 6)]
+    assert [(e["step"], e["val_acc"]) for e in of_type(home, run_id, "eval")] == [(5, pytest.approx(0.8))]

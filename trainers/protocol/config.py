@@ -139,7 +139,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "nproc": Field(int, 0, _at_least(0), "0 = plain python; N: torch.distributed.run, N processes"),
         "patterns": Field(list, [], script_fields.patterns, "metric regexes with named groups (?P<loss>...)"),
         "parse_output": Field(bool, True, help="read metrics from the script's printed lines"),
-        "tensorboard": Field(str, "", help="reserved: a TensorBoard log folder (not read yet)"),
+        "tensorboard": Field(str, "", help="a folder the script writes TensorBoard event files to"),
     },
 }
 

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -24,6 +25,7 @@ from trainers.protocol import Config, EventWriter, RunDir
 from .memory import TreeMemory
 from .output import OutputEvents, Pump
 from .report import ENV_EVENTS, ENV_RUN_ID
+from .tensorboard_tail import TensorBoardTail
 from .tracebacks import hint
 
 ENV_RUN_DIR = "TRAINCONSOLE_RUN_DIR"
@@ -46,6 +48,12 @@ def environment(run: RunDir, devices: Any) -> dict[str, str]:
     if isinstance(devices, list):
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, devices))
     return env
+
+
+def tensorboard_folders(script: dict[str, Any]) -> list[Path]:
+    """Where to look for TensorBoard event files: `[script] tensorboard`, and SummaryWriter's `runs/`."""
+    cwd = Path.cwd()
+    return [cwd / script["tensorboard"]] * bool(script["tensorboard"]) + [cwd / "runs"]
 
 
 class ScriptRun:
@@ -86,12 +94,14 @@ class ScriptRun:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         pumps = [Pump(self.proc.stdout.fileno(), sys.stdout.fileno(), events.stdout),
                  Pump(self.proc.stderr.fileno(), sys.stderr.fileno(), events.stderr)]
-        for pump in pumps:
-            pump.start()
+        tensorboard = TensorBoardTail(tensorboard_folders(script), time.time(), self.writer.emit)
+        for thread in (*pumps, tensorboard):
+            thread.start()
         code = self.proc.wait()
         deadline = time.monotonic() + DRAIN_S
         for pump in pumps:
             pump.join(timeout=max(0.0, deadline - time.monotonic()))
+        tensorboard.finish()
         self._final(code, events)
         return code
 
