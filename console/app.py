@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App
@@ -22,12 +22,15 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from console import hangup
 from console.run_actions import RunActions
 from console.screens.help_screen import HelpScreen
-from console.screens.main_screen import MainScreen
+from console.screens.start_screen import StartScreen
 from console.services import gpu
 from console.services.tailer import RunsRead, Tailer
 from console.state import RANKINGS, Board, build_view, plot_view
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
+
+if TYPE_CHECKING:
+    from console.screens.main_screen import MainScreen
 
 FRAME_S = 0.1  # at most 10 frames a second, and none when nothing changed
 PLOT_S = 0.5  # the plot (the costliest pane) at most twice a second
@@ -46,6 +49,8 @@ class TrainConsole(RunActions, App[None]):
         Binding("s", "stop", "Stop"),
         Binding("k", "kill", "Kill"),
         Binding("r", "resume", "Resume"),
+        Binding("x", "stop_trial", "Stop trial", tooltip="Stop the selected trial (the search goes on)"),
+        Binding("t", "train_trial", "Train", tooltip="Train the selected (else best) trial's config"),
         Binding("space", "mark", "Overlay"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
@@ -77,14 +82,23 @@ class TrainConsole(RunActions, App[None]):
         self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
         self.goodbye = ""
+        self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
 
-    def get_default_screen(self) -> MainScreen:
-        """The dashboard, with the form prefilled from the demo config (or the built-in defaults)."""
+    def get_default_screen(self) -> StartScreen:
+        """The first frame: the runs pane and the keys, as cheap as a minimal app (the dashboard follows)."""
+        return StartScreen()
+
+    async def open_dashboard(self) -> None:
+        """Right after the first frame: the dashboard, with the form prefilled from the demo config."""
+        from console.screens.main_screen import MainScreen  # with it plotext, the form's checks...
+
         try:
             config, source = protocol.load(self.config_path), self.config_path
         except protocol.ConfigError:
             config, source = protocol.defaults(), "built-in defaults (the digits demo)"
-        return MainScreen(config, source, self.config_path)
+        await self.switch_screen(MainScreen(config, source, self.config_path))
+        self.dashboard = True
+        self._redraw_selection()
 
     @property
     def main(self) -> MainScreen:
@@ -94,6 +108,7 @@ class TrainConsole(RunActions, App[None]):
     def on_mount(self) -> None:
         """Start following runs once the first frame is out, sample devices, quit if the terminal goes."""
         hangup.watch(self)
+        self.call_after_refresh(self.open_dashboard)
         self.call_after_refresh(self.tailer.start)
         self.call_after_refresh(self.sample_devices)
         self.set_interval(1.0, self._tick)
@@ -135,12 +150,14 @@ class TrainConsole(RunActions, App[None]):
     def draw_frame(self) -> None:
         """Put what changed since the last frame on screen (normally at most every FRAME_S)."""
         self._frame_timer, self._last_frame = None, time.monotonic()
-        if not self.screen_stack:  # closing down
+        if not (self.screen_stack and self.dashboard):  # closing down, or opening (it redraws then)
             return
         main = self.main
         changed = self.board.take_dirty() | self._force
         view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed)
         self._force = set()
+        if view.selected != self.selected:
+            self.refresh_bindings()
         self.selected, self._labels = view.selected, view.labels
         main.show_view(view)
         if self.devices is not None:
@@ -160,7 +177,7 @@ class TrainConsole(RunActions, App[None]):
     def draw_plot(self) -> None:
         """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S)."""
         self._plot_scheduled, self._plot_next = False, time.monotonic() + PLOT_S
-        if not self.screen_stack:
+        if not (self.screen_stack and self.dashboard):
             return
         main = self.main
         lines, title = plot_view(self.board, self.selected, self.marked, max(20, main.plot_width))
@@ -174,13 +191,22 @@ class TrainConsole(RunActions, App[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The cursor moved: the plot, log and memory follow the selected run."""
         run_id = event.row_key.value
-        if run_id != self.selected:
+        if isinstance(event.data_table, RunsTable) and run_id != self.selected:
             self.selected = run_id
+            self.refresh_bindings()  # the trial keys show only for a tune run
             self._redraw_selection()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The trial keys (x, t) are shown and active only while a tune run is selected."""
+        if action in ("stop_trial", "train_trial", "mark"):  # a tune run's plot is its trials' curves
+            run = self.board.runs.get(self.selected or "")
+            tune = run is not None and run.kind == "tune"
+            return tune if action != "mark" else not tune
+        return True
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a run: show its plot when panes are tabs."""
-        if self.main.narrow:
+        if isinstance(event.data_table, RunsTable) and self.main.narrow:
             self.main.show_pane("plot")
 
     # -- devices ------------------------------------------------------------------------------------
@@ -201,7 +227,7 @@ class TrainConsole(RunActions, App[None]):
 
     def _show_devices(self, devices: gpu.Devices) -> None:
         self.devices = devices
-        if self.screen_stack:
+        if self.screen_stack and self.dashboard:
             self.main.show_devices(devices, self._labels)
 
     # -- actions ------------------------------------------------------------------------------------
@@ -230,8 +256,10 @@ class TrainConsole(RunActions, App[None]):
 
     def action_help(self) -> None:
         """Every key and what it does."""
+        from console.screens.main_screen import MainScreen
+
         bindings = [b for b in [*self.BINDINGS, *MainScreen.BINDINGS] if isinstance(b, Binding)]
-        keys = [(b.key_display or b.key.replace(",", " "), b.description) for b in bindings]
+        keys = [(b.key_display or b.key.replace(",", " "), b.tooltip or b.description) for b in bindings]
         keys += [("↑ ↓ pgup pgdn", "Move the selection in the runs pane"),
                  ("enter", "In the runs pane: show the run's plot; in the form: launch")]
         self.push_screen(HelpScreen(keys))

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any as Object
 
+from console import leaderboard
 from console.run_state import Event, Note, RunState
 from console.run_update import RunUpdate
 
@@ -173,6 +174,7 @@ class View:
     plot_changed: bool = False  # a plotted run changed: draw the plot (in its own, slower frame)
     log: tuple[str, list[Note], dict[str, Object] | None, float | None] | None = None
     mem: tuple[str, dict[str, Object] | None] | None = None
+    trials: tuple[list[tuple[str, tuple[str, ...]]], str] | None = None  # a tune run: rows, metric
 
 
 def build_view(board: Board, now: float, selected: str | None, marked: Iterable[str], ranking: str,
@@ -194,13 +196,29 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
                               "see stderr.log in the run directory; r resumes from the last checkpoint"))
         view.log = (f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
         view.mem = (label(run), run.mem)
+        if run.search is not None:
+            view.trials = (leaderboard.rows(run.search), run.search.metric)
     return view
 
 
 def plot_view(board: Board, selected: str | None, marked: Iterable[str], buckets: int) -> tuple[
         list[PlotLine], str]:
     """The plot's lines (the selected run first, then the overlaid ones) and its title."""
+    tune = board.runs.get(selected or "")
+    if tune is not None and tune.search is not None:
+        return trial_lines(tune.search, buckets), f"{tune.search.metric} per trial: {label(tune)}"
     shown = [i for i in dict.fromkeys([selected, *marked]) if i in board.runs]
     runs = [board.runs[i] for i in shown]
     extra = f" +{len(runs) - 1} more" if len(runs) > 1 else ""
     return plot_lines(runs, buckets), (f"loss: {label(runs[0])}{extra}" if runs else "loss")
+
+
+def trial_lines(search: leaderboard.Search, buckets: int) -> list[PlotLine]:
+    """Each trial's tune metric per iteration, best trial first (a colour per trial)."""
+    kind = "val_acc" if search.mode == "max" else "val_loss"
+    lines = []
+    for trial in search.ranked():
+        if len(trial.curve):
+            xs, ys = trial.curve.decimate(buckets)
+            lines.append(PlotLine(trial.id, f"#{trial.number}", kind, xs, ys))
+    return lines

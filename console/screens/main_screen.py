@@ -15,6 +15,7 @@ from console.screens.path_screen import PathScreen
 from console.services.gpu import Devices
 from console.state import PlotLine, View
 from console.widgets.gpu_bars import GpuBars
+from console.widgets.leaderboard import Leaderboard
 from console.widgets.loss_plot import LossPlot
 from console.widgets.run_form import RunForm
 from console.widgets.run_log import RunLog
@@ -25,6 +26,7 @@ from trainers.protocol import Config
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
 WIDE = (100, 30)
+VERY_WIDE = 160
 
 
 class MainScreen(Screen[None]):
@@ -55,6 +57,7 @@ class MainScreen(Screen[None]):
                 yield RunsTable(id="runs", classes="pane")
                 with Horizontal(id="middle"):
                     yield LossPlot(id="plot", classes="pane")
+                    yield Leaderboard(id="leaderboard", classes="pane")
                     with VerticalScroll(id="devices", classes="pane"):
                         yield GpuBars(id="bars")
                 yield RunLog(id="log", classes="pane")
@@ -62,7 +65,8 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         """Title the panes and start on the runs pane."""
-        titles = {"setup": "setup: new run", "runs": "runs", "devices": "devices", "log": "log"}
+        titles = {"setup": "setup: new run", "runs": "runs", "devices": "devices", "log": "log",
+                  "leaderboard": "trials (x stop · t train)"}
         for name, title in titles.items():
             self.query_one(f"#{name}").border_title = title
         self.show_pane("runs")
@@ -76,6 +80,7 @@ class MainScreen(Screen[None]):
         """Switch between side-by-side panes and tabs."""
         narrow = event.size.width < WIDE[0] or event.size.height < WIDE[1]
         self.set_class(narrow, "-narrow")
+        self.set_class(event.size.width >= VERY_WIDE, "-wide")  # room for a leaderboard beside the plot
 
     def show_pane(self, name: str) -> None:
         """Bring a pane forward (narrow) and focus it where it takes focus."""
@@ -142,6 +147,10 @@ class MainScreen(Screen[None]):
             self.query_one(RunLog).show(*view.log)
         if view.mem is not None:
             self.query_one(GpuBars).show_run(*view.mem)
+        if view.log is not None:  # the selected run's panes were redrawn: a tune run has a leaderboard
+            self.set_class(view.trials is not None, "-tune")
+        if view.trials is not None:
+            self.query_one(Leaderboard).update_rows(*view.trials)
 
     def show_plot(self, lines: list[PlotLine], title: str, any_runs: bool) -> None:
         """Draw the plot's lines (or say why there are none)."""

@@ -12,6 +12,7 @@ PALETTE = ("cyan", "magenta", "yellow", "green", "blue", "red")
 MARKERS = {"val_loss": "◆", "val_acc": "○"}
 LEGEND = "[cyan]⣿ train loss[/] [yellow]◆ val loss[/] [green]○ val acc →[/]"
 OVERLAY_LEGEND = "colour = run  ⣿ train loss ◆ val loss ○ val acc →"
+TRIALS_LEGEND = "colour = trial, best first; x = iteration"
 
 
 class LossPlot(PlotextPlot):
@@ -33,7 +34,9 @@ class LossPlot(PlotextPlot):
         self.lines, self.message = lines, message
         self.border_title = title
         overlay = len({line.run_id for line in lines}) > 1
-        self.border_subtitle = (OVERLAY_LEGEND if overlay else LEGEND) if lines else ""
+        trials = bool(lines) and all(line.label.startswith("#") for line in lines)  # a search's trials
+        legend = TRIALS_LEGEND if trials else OVERLAY_LEGEND if overlay else LEGEND
+        self.border_subtitle = legend if lines else ""
         self.replot()
 
     def replot(self) -> None:

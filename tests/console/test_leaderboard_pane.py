@@ -1,0 +1,124 @@
+"""The tune leaderboard pane: ranked trials from a tune run's log, stop one trial (x), train one (t)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import T0, after, make_app, settle, until, write_run
+
+from console.widgets.leaderboard import Leaderboard
+from trainers import protocol
+
+TUNE = "20240305-131500-tune-digits-5e5e"
+NARROW, WIDE, HUGE = (80, 24), (120, 40), (170, 40)
+SPACE = '[tune]\nsearch = "random"\nmetric = "val_acc"\nmode = "max"\n[tune.space]\n' \
+        '"train.lr" = { loguniform = [0.001, 0.3] }\n"train.batch_size" = { choice = [32, 64, 128] }\n'
+
+
+def trial(n: int, status: str, iteration: int, acc: float | None, lr: float, bs: int, **extra: Any) -> dict:
+    metrics = {} if acc is None else {"val_acc": acc, "val_loss": round(1.2 - acc, 4), "train_loss": 0.4}
+    return {"t": T0 + 60 * n + iteration, "type": "trial", "trial_id": f"ab12_0000{n}", "number": n,
+            "status": status, "iteration": iteration, "config": {"lr": lr, "batch_size": bs},
+            "metrics": metrics, **extra}
+
+
+def search_events(finished: bool) -> list[dict[str, Any]]:
+    """Six trials: two done, one cut by ASHA at iteration 1, one failed, one running, one pending."""
+    events: list[dict[str, Any]] = [{"t": T0, "type": "started", "strategy": "tune", "metric": "val_acc",
+                                     "mode": "max", "num_samples": 6}]
+    for it, acc in enumerate((0.71, 0.88, 0.93), start=1):
+        events.append(trial(1, "running" if it < 3 else "terminated", it, acc, 0.031, 64))
+    for it, acc in enumerate((0.80, 0.91, 0.95), start=1):
+        events.append(trial(2, "running" if it < 3 else "terminated", it, acc, 0.0874, 32))
+    events += [trial(3, "running", 1, 0.35, 0.0012, 128), trial(3, "stopped_early", 1, 0.35, 0.0012, 128),
+               trial(4, "error", 0, None, 0.2, 64, cause="ValueError: label 12 is outside [0, 10)"),
+               trial(5, "running", 1, 0.77, 0.05, 32), trial(6, "pending", 0, None, 0.0031, 128)]
+    if finished:
+        events.append({"t": T0 + 900, "type": "finished", "best_trial": "ab12_00002",
+                       "best_config": {"lr": 0.0874, "batch_size": 32}, "best_val_acc": 0.95})
+    return events
+
+
+def tune_home(home: Path, finished: bool = False) -> Path:
+    """A home with one tune run (and a train run, so the runs table has more than the search)."""
+    write_run(home, "20240305-121500-small-cnn-digits-c3d4", [{"t": T0 - 60, "type": "started"},
+                                                              {"t": T0 - 30, "type": "finished"}])
+    run = write_run(home, TUNE, search_events(finished), strategy="single",
+                    info={"kind": "tune", "name": "tune-digits"}, epochs=3)
+    run.config.write_text(run.config.read_text() + SPACE)
+    return home
+
+
+@pytest.fixture
+def running_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("TRAINCONSOLE_HOME", str(home))
+    return tune_home(home)
+
+
+@pytest.fixture
+def finished_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("TRAINCONSOLE_HOME", str(home))
+    return tune_home(home, finished=True)
+
+
+class TestSnapshots:
+    def test_leaderboard_narrow(self, snap_compare, running_search: Path) -> None:
+        """80x24, plot tab: the trials ranked by val_acc, the best starred, ASHA's cut at 1, the error."""
+        assert snap_compare(make_app(running_search), terminal_size=NARROW, run_before=after("2"))
+
+    def test_leaderboard_wide(self, snap_compare, running_search: Path) -> None:
+        """120x40: the leaderboard in place of the loss plot; x and t in the footer."""
+        assert snap_compare(make_app(running_search), terminal_size=WIDE, run_before=settle)
+
+    def test_leaderboard_beside_trial_curves(self, snap_compare, running_search: Path) -> None:
+        """170 columns: the trials' val_acc curves beside the leaderboard."""
+        assert snap_compare(make_app(running_search), terminal_size=HUGE, run_before=settle)
+
+
+async def test_rows_are_ranked_and_trial_keys_show_only_for_a_tune_run(running_search: Path) -> None:
+    app = make_app(running_search)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        board = app.main.query_one(Leaderboard)
+        order = [cells[1] for _, cells in board._rows]
+        assert order == ["#2", "#1", "#5", "#3", "#4", "#6"]
+        assert [cells[2] for _, cells in board._rows][3:5] == ["cut@1", "error"]
+        assert app.check_action("stop_trial", ()) is True
+        await pilot.press("down")  # the train run: no trial keys
+        await pilot.pause()
+        assert app.check_action("stop_trial", ()) is False and app.check_action("train_trial", ()) is False
+
+
+async def test_x_asks_the_driver_to_stop_only_the_trial_under_the_cursor(running_search: Path) -> None:
+    app = make_app(running_search)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        board = app.main.query_one(Leaderboard)
+        board.move_cursor(row=2)  # trial #5, running
+        await pilot.press("x")
+        await pilot.pause()
+    assert protocol.trial_stops_requested(running_search / "runs" / TUNE) == {"ab12_00005"}
+
+
+@pytest.mark.slow
+async def test_t_on_a_finished_search_trains_the_best_config(finished_search: Path) -> None:
+    app = make_app(finished_search)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        runs_dir = finished_search / "runs"
+        new = await until(pilot, lambda: [p for p in runs_dir.iterdir() if "trial2" in p.name], 20, "a run")
+    run = protocol.RunDir(new[0])
+    config = protocol.load(run.config)
+    assert (config["train"]["lr"], config["train"]["batch_size"]) == (0.0874, 32) and "tune" not in config
+    assert json.loads(run.info_path.read_text())["kind"] == "train"
+    from console.services import runs
+
+    assert runs.wait(run) == "finished"
+    evals = [e for e in protocol.read_all(run.events) if e["type"] == "eval"]
+    assert evals and evals[-1]["val_acc"] > 0.5  # it trained: digits, 3 epochs
