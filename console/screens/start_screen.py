@@ -1,0 +1,28 @@
+"""The first frame: the runs pane and the keys, while the dashboard is built behind it.
+
+The dashboard's setup form, plot (plotext), device and log panes cost about as much to import and lay out
+as Textual itself; none of them has anything to show before the runs are read, which starts after the first
+frame anyway. So the console opens on this, as cheap as a minimal Textual app, and switches to the
+dashboard right after (`TrainConsole.open_dashboard`).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from console.widgets.runs_table import RunsTable
+
+
+class StartScreen(Screen[None]):
+    """An empty runs pane and the footer's keys."""
+
+    def compose(self) -> ComposeResult:
+        """The runs table (no rows yet) and the footer."""
+        yield RunsTable(id="runs", classes="pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Title the pane as the dashboard does."""
+        self.query_one(RunsTable).border_title = "runs"
