@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,8 @@ def home() -> Path:
 def new_run_id(name: str) -> str:
     """A sortable, unique id: start time, a slug of the name, and a few random hex digits."""
     slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")[:24] or "run"
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{secrets.token_hex(2)}"
+    # os.urandom is what secrets.token_hex reads, without importing secrets (hmac, OpenSSL: ~15 ms at start)
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{os.urandom(2).hex()}"
 
 
 class RunDir:
