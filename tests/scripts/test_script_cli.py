@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
-from script_helpers import FIXTURES, cli, events, of_type, start, status, wait_for
+from script_helpers import FIXTURES, alive, cli, events, of_type, start, status, tree, wait_for
 
 from console.run_state import RunState
 
@@ -116,3 +118,15 @@ def test_tensorboard_scalars_the_script_writes_become_events(home: Path, tmp_pat
     steps = of_type(home, run_id, "step")
     assert [(e["step"], e["loss"]) for e in steps] == [(s, pytest.approx(1.0 / s)) for s in range(1, 6)]
     assert [(e["step"], e["val_acc"]) for e in of_type(home, run_id, "eval")] == [(5, pytest.approx(0.8))]
+
+
+def test_script_dies_with_its_runner_and_the_run_is_lost(home: Path, tmp_path: Path) -> None:
+    script = tmp_path / "quiet.py"
+    script.write_text("import time\nprint('loss: 1.0', flush=True)\ntime.sleep(300)\n")
+    run_id = start("--script", str(script), cwd=tmp_path)
+    wait_for(lambda: of_type(home, run_id, "step"), what="the script to print")
+    runner, *script_procs = tree(home, run_id)
+    assert script_procs
+    os.kill(runner.pid, signal.SIGKILL)  # the runner alone, as the OOM killer might
+    wait_for(lambda: not alive(script_procs), timeout=10, what="the script to die with its runner")
+    assert status(run_id) == "lost"

@@ -64,3 +64,13 @@ def test_killing_a_queued_run_leaves_nothing(home: Path, tmp_path: Path, device:
     assert alive(waiter) == [] and status(run_id) == "killed"
     device.write_text("10000")
     assert not of_type(home, run_id, "started")
+
+
+def test_stopping_a_queued_run_ends_it_stopped_unstarted(home: Path, tmp_path: Path, device: Path) -> None:
+    run_id = queue_script(tmp_path, device, "stopped")
+    wait_for(lambda: of_type(home, run_id, "queued"), what="the waiter")
+    waiter = tree(home, run_id)
+    out = cli("stop", run_id, "--grace", "10")
+    assert out.returncode == 0, out.stderr
+    assert status(run_id) == "stopped" and alive(waiter) == []
+    assert not of_type(home, run_id, "started")

@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from trainers.protocol import Config, EventWriter, RunDir
+from trainers.reaper import die_with_parent
 
 from .memory import TreeMemory
 from .output import OutputEvents, Pump
@@ -81,8 +82,10 @@ class ScriptRun:
             self.writer.emit("stopped", exit_code=None)
             return 0
         script, devices = self.config["script"], self.config["strategy"]["devices"]
+        # die_with_parent: if this runner is killed alone, the script does not live on unseen.
         self.proc = subprocess.Popen(command(script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=environment(self.run, devices))
+                                     stderr=subprocess.PIPE, env=environment(self.run, devices),
+                                     preexec_fn=die_with_parent)
         if self.stop_asked:
             self.ask_stop(signal.SIGTERM)
         nproc = script["nproc"]
