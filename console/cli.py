@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from trainers import protocol
+from trainers.protocol.tune_config import load_tune
 
 from . import render, run_options
 from .services import runs, script_runs
@@ -42,6 +43,8 @@ def build_parser() -> Parser:
         cmd.add_argument("--name", default="", help="a name for the run")
         cmd.add_argument("--wait", action="store_true", help="block until it ends; exit 0 only on success")
     run_options.add_options(sub.choices["run"])
+    sub.choices["tune"].add_argument("--ray-address", default="", metavar="ADDR",
+                                     help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
     sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
     for name in ("stop", "kill", "resume"):
         sub.add_parser(name, help=f"{name} a run").add_argument("id")
@@ -94,8 +97,11 @@ def cmd_run(args: argparse.Namespace, kind: str = "train") -> int:
         config = protocol.load(args.config, args.set)
     run = script_runs.start(config, name=args.name, kind=kind)
     print(run.id, flush=True)
-    if not args.wait:
-        return 0
+    return follow(run) if args.wait else 0
+
+
+def follow(run: protocol.RunDir) -> int:
+    """`--wait`: show the run's progress until it ends; 0 only if it finished."""
     progress = render.Progress(sys.stderr)
     state = runs.wait(run, on_event=progress.show)
     progress.close(state)
@@ -103,8 +109,14 @@ def cmd_run(args: argparse.Namespace, kind: str = "train") -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    """`tune CONFIG`: not built yet."""
-    fail("tune: hyperparameter tuning is not available in this version")
+    """`tune CONFIG [--set ...] [--ray-address ADDR] [--wait]`: start a search (checked before Ray starts,
+    nothing created when it is invalid); print its run id."""
+    sets = args.set + ([f"tune.ray_address={json.dumps(args.ray_address)}"] if args.ray_address else [])
+    config = load_tune(args.config, sets)
+    name = args.name or f"tune-{config['model']['name']}-{config['data']['name']}"
+    run = runs.launch(config, name=name, kind="tune")
+    print(run.id, flush=True)
+    return follow(run) if args.wait else 0
 
 
 def cmd_ls(args: argparse.Namespace) -> int:

@@ -216,3 +216,37 @@ def _check_value(raw: dict[str, Any], name: str, section: str, item: str, value:
 
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def short_names(keys: list[str]) -> dict[str, str]:
+    """`section.key` → the name `trial` events use for it: the key alone (`lr`), or in full where two
+    sections share it (`model.name`, `data.name`). The leaderboard abbreviates further for display."""
+    names = {k: k.partition(".")[2] for k in keys}
+    taken = list(names.values())
+    return {k: n if taken.count(n) == 1 else k for k, n in names.items()}
+
+
+def trial_run_config(config: Config, values: dict[str, Any]) -> Config:
+    """The run config of one trial: the tune config without `[tune]`, with `values` in place (keyed by
+    `section.key` or by short name), validated like any run config (ConfigError names the key)."""
+    full = {short: key for key, short in short_names(list(config["tune"]["space"])).items()}
+    raw = {section: dict(v) for section, v in config.items() if section != "tune"}
+    for key, value in values.items():
+        section, _, item = full.get(key, key).partition(".")
+        if section not in SCHEMA or item not in SCHEMA[section]:
+            raise ConfigError(key, "is not a searched key of this tune run")
+        raw[section][item] = plain(f"{section}.{item}", value)
+    return validate(raw)
+
+
+def plain(key: str, value: Any) -> Any:
+    """A sampled value of `section.key` as the schema wants it: numpy scalars as Python ones, and 32.0
+    as 32 for an integer key (quniform and some searchers sample floats)."""
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        value = value.item()
+    section, _, item = key.partition(".")
+    spec = SCHEMA.get(section, {}).get(item)
+    types = () if spec is None else spec.type if isinstance(spec.type, tuple) else (spec.type,)
+    if isinstance(value, float) and int in types and float not in types and value.is_integer():
+        return int(value)
+    return value

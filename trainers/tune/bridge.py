@@ -1,0 +1,149 @@
+"""The driver's side of the trials: a `trial` event per result and per status change, and the stopper
+that stops one trial when the console asks (`RUN_DIR/stop_trials/<trial_id>`, see protocol.trial_requests).
+
+Tune pickles callbacks and stoppers with the experiment: they hold paths, never open files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import ray.cloudpickle as cloudpickle
+from ray import tune
+
+from ..guards import one_line
+from ..protocol import Event, EventWriter, read_all, trial_stops_requested
+from ..protocol.tune_config import plain, short_names
+from . import stopping
+from .trial import METRIC_KEYS
+
+#: Ray's trial statuses in trial events (TERMINATED is refined by `ended_status`).
+STATUS = {"PENDING": "pending", "RUNNING": "running", "PAUSED": "paused", "TERMINATED": "terminated",
+          "ERROR": "error"}
+
+
+class TrialStopper(tune.Stopper):
+    """Stops exactly the trials the console asked to stop, at their next result."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        return trial_id in trial_stops_requested(self.run_dir)
+
+    def stop_all(self) -> bool:
+        return False
+
+
+class TrialEvents(tune.Callback):
+    """Appends `trial` events to the tune run's log: pending, running (each result), and how it ended."""
+
+    def __init__(self, run_dir: Path, run_id: str, tune_cfg: dict[str, Any]) -> None:
+        self.run_dir, self.run_id = run_dir, run_id
+        self.max_t, self.asha = tune_cfg["max_t"], tune_cfg["scheduler"] == "asha"
+        self.names = short_names(list(tune_cfg["space"]))
+        self.seen: dict[str, str] = {}  # trial id → the last status written
+        self._writer: EventWriter | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_writer": None}
+
+    def setup(self, **info: Any) -> None:
+        stopping.forward_to_tune()  # a SIGTERM that came while Tune was starting
+
+    def on_step_end(self, iteration: int, trials: list[Any], **info: Any) -> None:
+        for trial in trials:
+            if trial.trial_id not in self.seen and trial.status == "PENDING":
+                self.write(trials, trial, "pending")
+
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.write(trials, trial, "running")
+
+    def on_trial_result(self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any],
+                        **info: Any) -> None:
+        self.write(trials, trial, "running", result)
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.write(trials, trial, self.ended_status(trial))
+
+    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        cause, hint = error_cause(trial)
+        self.write(trials, trial, "error", cause=cause, hint=hint)
+
+    def ended_status(self, trial: Any) -> str:
+        """terminated (trained all its epochs), stopped (the console asked), or stopped_early (ASHA cut
+        it: it reported fewer epochs than it had; one epoch is one iteration)."""
+        if trial.trial_id in trial_stops_requested(self.run_dir):
+            return "stopped"
+        epochs = (trial.config or {}).get("train.epochs", self.max_t)
+        reached = (trial.last_result or {}).get("training_iteration") or 0
+        return "stopped_early" if self.asha and reached < epochs else "terminated"
+
+    def write(self, trials: list[Any], trial: Any, status: str, result: dict[str, Any] | None = None,
+              **extra: Any) -> None:
+        """One `trial` event: id, number (1..n), searched values (short names), status, iteration,
+        metrics and memory."""
+        result = result if result is not None else (trial.last_result or {})
+        fields = {
+            "trial_id": trial.trial_id, "number": _number(trials, trial), "status": status,
+            "config": {self.names.get(k, k): plain(k, v) for k, v in (trial.config or {}).items()},
+            "iteration": int(result.get("training_iteration") or 0),
+            "metrics": metrics(trial, result),
+            "mem": result.get("mem") or {}, **extra,
+        }
+        self.seen[trial.trial_id] = status
+        if self._writer is None:
+            self._writer = EventWriter(self.run_dir / "events.jsonl", self.run_id)
+        self._writer.emit("trial", **fields)
+
+
+def metrics(trial: Any, result: dict[str, Any]) -> dict[str, Any]:
+    """The result's metrics, and the best val_acc over the trial's whole life (a resumed trial's too:
+    Tune keeps its metric analysis with the experiment; it is updated after the callbacks run)."""
+    out = {k: result[k] for k in METRIC_KEYS if isinstance(result.get(k), (int, float))}
+    seen = ((trial.metric_analysis or {}).get("val_acc") or {}).get("max")
+    best = [v for v in (out.get("val_acc"), seen) if isinstance(v, (int, float))]
+    if best:
+        out["best_val_acc"] = max(best)
+    return out
+
+
+def mark_unfinished_stopped(events: EventWriter) -> None:
+    """After a stop of the whole search: a `stopped` trial event for each trial still pending or running
+    in the log (a resume continues them)."""
+    last: dict[str, Event] = {}
+    for event in read_all(events.path):
+        if event.get("type") == "trial" and event.get("trial_id"):
+            last[event["trial_id"]] = event
+    for event in last.values():
+        if event.get("status") in ("pending", "running", "paused"):
+            fields = {k: v for k, v in event.items() if k not in ("v", "t", "run", "type")}
+            events.emit("trial", **{**fields, "status": "stopped"})
+
+
+def _number(trials: list[Any], trial: Any) -> int:
+    for i, t in enumerate(trials):
+        if t is trial or t.trial_id == trial.trial_id:
+            return i + 1
+    return 0
+
+
+def error_cause(trial: Any) -> tuple[str, str]:
+    """The trial's failure as (one-line cause, hint)."""
+    try:  # the driver's local copy: the one in storage is written later
+        with open(trial.pickled_error_file, "rb") as f:
+            error = cloudpickle.load(f)
+    except Exception:  # noqa: BLE001 - a missing or unreadable error file still gets a line
+        error = None
+    return cause_of(error)
+
+
+def cause_of(error: BaseException | None) -> tuple[str, str]:
+    """(one-line cause, hint) of Ray's wrapped exception (`TrialFailed` from trial.py when it can)."""
+    cause = getattr(error, "cause", None) or error
+    if type(cause).__name__ == "TrialFailed" and len(cause.args) >= 2:
+        return str(cause.args[0]), str(cause.args[1])
+    if cause is None:
+        return "the trial failed (see error.txt in its folder under ray_results)", ""
+    return one_line(cause), ""

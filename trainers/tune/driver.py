@@ -1,0 +1,128 @@
+"""The search, from `ray.init` to its final event: build (or restore) the Tuner, fit, report the best.
+
+Ray's experiment state lives in `<run>/ray_results/search`, so `--resume` continues the same search with
+`Tuner.restore` (unfinished trials go on from their last epoch's checkpoint).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from ..protocol import Config, EventWriter, RunDir
+from ..protocol.tune_config import plain, short_names
+from . import bridge, session, space, stopping
+from .trial import train_trial
+
+EXPERIMENT = "search"
+
+
+def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -> str:
+    """Run (or resume) the search; emit `started`, then `finished`, `stopped` or `failed`; return it."""
+    tune_cfg = config["tune"]
+    address = tune_cfg["ray_address"]
+    started = time.monotonic()
+    temp = session.start(run.path, tune_cfg, address)
+    try:
+        run.update_info(ray_temp_dir=str(temp) if temp else None, ray_address=address or "local")
+        events.emit("started", **started_fields(config, temp, time.monotonic() - started, resume))
+        if stopping.requested():  # SIGTERM during ray.init: nothing ran yet
+            events.emit("stopped", trials=0)
+            return "stopped"
+        grid = build_tuner(run, config, resume, events).fit()
+        return report_end(grid, tune_cfg, events)
+    finally:
+        session.stop(temp)
+
+
+def build_tuner(run: RunDir, config: Config, resume: bool, events: EventWriter) -> tune.Tuner:
+    """A new Tuner, or the saved search restored (`--resume` with experiment state to restore)."""
+    trainable = tune.with_resources(
+        tune.with_parameters(train_trial, tune_config=config, run_path=str(run.path.resolve())),
+        resources(config["tune"]))
+    path = results_dir(run) / EXPERIMENT
+    if resume and tune.Tuner.can_restore(str(path)):
+        return tune.Tuner.restore(str(path), trainable=trainable, resume_unfinished=True,
+                                  resume_errored=False, restart_errored=False)
+    if resume:
+        events.emit("warning", code="no_search_state", message="--resume: no saved search state yet",
+                    hint="the search starts from the beginning")
+    tune_cfg = config["tune"]
+    search_alg = space.searcher(tune_cfg)
+    tune_config = tune.TuneConfig(
+        metric=tune_cfg["metric"], mode=tune_cfg["mode"], search_alg=search_alg,
+        scheduler=space.scheduler(tune_cfg), num_samples=tune_cfg["num_samples"],
+        max_concurrent_trials=None if space.is_generator(search_alg) else tune_cfg["max_concurrent"],
+        reuse_actors=tune_cfg["reuse_actors"],
+    )
+    run_config = tune.RunConfig(
+        name=EXPERIMENT, storage_path=str(results_dir(run)), verbose=0,
+        callbacks=[bridge.TrialEvents(run.path, events.run_id, tune_cfg)],
+        stop=bridge.TrialStopper(run.path),
+        checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+        failure_config=tune.FailureConfig(max_failures=0),
+    )
+    return tune.Tuner(trainable, param_space=space.param_space(tune_cfg["space"]), tune_config=tune_config,
+                      run_config=run_config)
+
+
+def resources(tune_cfg: dict[str, Any]) -> dict[str, float]:
+    """What one trial reserves."""
+    wanted = {"cpu": tune_cfg["cpus_per_trial"], "gpu": tune_cfg["gpus_per_trial"]}
+    return {k: v for k, v in wanted.items() if v}
+
+
+def results_dir(run: RunDir) -> Path:
+    """Where Tune keeps results and the experiment state (inside the run directory)."""
+    return run.path.resolve() / "ray_results"
+
+
+def started_fields(config: Config, temp: Path | None, init_s: float, resume: bool) -> dict[str, Any]:
+    """The tune run's `started` event: what it optimises and searches, and where its Ray lives."""
+    t = config["tune"]
+    return {
+        "strategy": "tune", "metric": t["metric"], "mode": t["mode"], "search": t["search"],
+        "scheduler": t["scheduler"], "num_samples": t["num_samples"], "max_t": t["max_t"],
+        "max_concurrent": t["max_concurrent"], "space": t["space"],
+        "keys": {short: key for key, short in short_names(list(t["space"])).items()},
+        "ray_address": t["ray_address"] or "local", "ray_temp_dir": str(temp) if temp else None,
+        "ray_init_s": round(init_s, 3), "resumed": resume,
+    }
+
+
+def report_end(grid: Any, tune_cfg: dict[str, Any], events: EventWriter) -> str:
+    """`stopped` after a SIGTERM; else `finished` with the best trial, or `failed` if none reported."""
+    names = short_names(list(tune_cfg["space"]))
+    counts = {"trials": len(grid), "errors": grid.num_errors}
+    if stopping.requested():
+        bridge.mark_unfinished_stopped(events)
+        events.emit("stopped", **counts)
+        return "stopped"
+    try:
+        best = grid.get_best_result(metric=tune_cfg["metric"], mode=tune_cfg["mode"], scope="all")
+    except RuntimeError:
+        best = None
+    if best is None or best.metrics is None or not best.metrics.get("trial_id"):
+        first = next((r.error for r in grid if r.error is not None), None)
+        cause, hint = bridge.cause_of(first) if first is not None else ("", "")
+        cause = "no trial reported a result" + (f"; first error: {cause}" if cause else "")
+        events.emit("failed", cause=cause,
+                    hint=hint or "see the trials' errors (trainconsole logs ID)", **counts)
+        return "failed"
+    column, frame = tune_cfg["metric"], best.metrics_dataframe
+    events.emit("finished", best_trial=best.metrics["trial_id"], metric=column,
+                best_value=_best(frame, column, tune_cfg["mode"]) or best.metrics.get(column),
+                best_config={names.get(k, k): plain(k, v) for k, v in best.config.items()},
+                best_val_acc=_best(frame, "val_acc", "max"), **counts)
+    return "finished"
+
+
+def _best(frame: Any, column: str, mode: str) -> float | None:
+    """The best value of a column over all of a trial's results (None if it has none)."""
+    if frame is None or column not in frame:
+        return None
+    value = frame[column].max() if mode == "max" else frame[column].min()
+    return None if value != value else float(value)  # NaN: no value

@@ -1,0 +1,117 @@
+"""One trial, inside a Ray worker: the run's own training loop, reporting to Tune once per epoch.
+
+The loop writes `eval` then `checkpoint` (last.pt) at each epoch's end; `TrialReport` turns that pair
+into one `tune.report(metrics, checkpoint=...)`, so ASHA sees every epoch and an interrupted trial
+continues from its last epoch. Ray stops a trial inside `tune.report` (it exits the trial's thread).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from ..guards import explain, traceback_tail
+from ..protocol.tune_config import trial_run_config
+
+#: The metrics of each result that `trial` events carry (the driver adds best_val_acc).
+METRIC_KEYS = ("val_acc", "val_loss", "train_loss")
+
+
+class TrialFailed(Exception):
+    """A trial's failure as (cause, hint, traceback tail): plain strings, so it survives Ray's pickling
+    (a ConfigError or a torch error may not) and the driver can show the one-line cause."""
+
+
+@dataclass
+class TrialFiles:
+    """Where a trial's loop writes: `last/last.pt` (reported to Tune, which keeps its copy in the run's
+    ray_results) and `best.pt`. Not Tune's trial folder: the driver copies that one while we write."""
+
+    path: Path
+
+    @property
+    def last_ckpt(self) -> Path:
+        return self.path / "last" / "last.pt"
+
+    @property
+    def best_ckpt(self) -> Path:
+        return self.path / "best.pt"
+
+
+class NeverStop:
+    """The loop's stop flag in a trial: Tune stops trials itself, at `tune.report`."""
+
+    def is_set(self) -> bool:
+        return False
+
+
+class TrialReport:
+    """The loop's event sink in a trial: keeps the epoch's metrics and reports them with last.pt."""
+
+    def __init__(self, files: TrialFiles) -> None:
+        self.files = files
+        self.metrics: dict[str, Any] = {}
+        self.mem: dict[str, Any] = {}
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Take one loop event; a `checkpoint` of last.pt ends the epoch and reports it."""
+        if kind == "step":
+            self.metrics["train_loss"] = fields.get("loss")
+            self.mem = fields.get("mem") or self.mem
+        elif kind == "eval":
+            self.metrics.update(epoch=fields.get("epoch"), val_loss=fields.get("val_loss"),
+                                val_acc=fields.get("val_acc"))
+        elif kind == "checkpoint" and not fields.get("is_best"):
+            checkpoint = tune.Checkpoint.from_directory(str(self.files.last_ckpt.parent))
+            tune.report({**self.metrics, "mem": self.mem, "pid": os.getpid()}, checkpoint=checkpoint)
+
+
+def train_trial(sampled: dict[str, Any], tune_config: dict[str, Any], run_path: str) -> None:
+    """Ray's trainable: train `tune_config`'s run config with the sampled values in place."""
+    config, failure = None, None
+    files = TrialFiles(scratch_dir(run_path, tune.get_context().get_trial_id()))
+    try:
+        config = trial_run_config(tune_config, sampled)
+        train_config(config, tune_config, files)
+    except Exception as exc:  # noqa: BLE001 - Tune records the trial as ERROR with this cause
+        why = explain(exc, config)
+        failure = TrialFailed(why.cause, why.hint, traceback_tail(exc))
+    finally:
+        shutil.rmtree(files.path, ignore_errors=True)
+    if failure is not None:  # raised outside `except`: no chained exception that might not unpickle
+        raise failure
+
+
+def scratch_dir(run_path: str, trial_id: str) -> Path:
+    """`<run>/trials/<id>` on the run's own host; a temp dir on another node of a Ray cluster."""
+    if os.path.isdir(run_path):
+        return Path(run_path) / "trials" / trial_id
+    return Path(tempfile.mkdtemp(prefix=f"trainconsole-{trial_id}-"))
+
+
+def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: TrialFiles) -> None:
+    """Train one trial's run config in this worker, reporting each epoch to Tune."""
+    if not config["train"]["threads"]:  # one torch thread per reserved CPU: trials don't fight for cores
+        config["train"]["threads"] = max(1, int(tune_config["tune"]["cpus_per_trial"]))
+    files.last_ckpt.parent.mkdir(parents=True, exist_ok=True)
+    from .. import loop  # torch: imported once per worker, reused by the next trial (reuse_actors)
+
+    strategy = loop.make_strategy(config)
+    loop.train(strategy, config, files, TrialReport(files), NeverStop(), resume_from(files))
+
+
+def resume_from(files: TrialFiles) -> str | None:
+    """The last.pt of Tune's latest checkpoint of this trial (a restored or retried trial), or None."""
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return None
+    target = files.path / "resume.pt"
+    with checkpoint.as_directory() as folder:
+        shutil.copyfile(os.path.join(folder, "last.pt"), target)
+    return str(target)
