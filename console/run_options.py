@@ -29,22 +29,23 @@ def add_options(cmd: argparse.ArgumentParser) -> None:
 
 
 def config_for(args: argparse.Namespace) -> tuple[Config, str]:
-    """The validated config and the kind of run the command line asks for."""
+    """The validated config and the kind of run the command line asks for (a CONFIG with a `[script]
+    path` is a script run too)."""
     strategy = _strategy(args)
-    if args.script is not None:
-        if args.nproc is not None and args.nproc < 1:
-            raise ConfigError("--nproc", "must be >= 1", args.nproc)
+    if args.config is None and args.script is None:
+        raise ConfigError("config", "a TOML config file is required (or --script PATH)")
+    if args.nproc is not None and args.nproc < 1:
+        raise ConfigError("--nproc", "must be >= 1", args.nproc)
+    raw = protocol.config.read(args.config) if args.config else {}
+    if args.script is not None or (raw.get("script") or {}).get("path"):
         script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
                   "patterns": args.pattern, "tensorboard": args.tensorboard}
         return script_runs.script_config(args.config, args.set, script, strategy), "script"
-    if args.config is None:
-        raise ConfigError("config", "a TOML config file is required (or --script PATH)")
     for flag in ("nproc", "pattern", "tensorboard"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag}", "only goes with --script PATH")
     if args.script_args:
         raise ConfigError("--", "script arguments only go with --script PATH")
-    raw = protocol.config.read(args.config)
     for item in args.set:
         protocol.apply_override(raw, item)
     raw.setdefault("strategy", {}).update({k: v for k, v in strategy.items() if v is not None})

@@ -130,3 +130,14 @@ def test_script_dies_with_its_runner_and_the_run_is_lost(home: Path, tmp_path: P
     os.kill(runner.pid, signal.SIGKILL)  # the runner alone, as the OOM killer might
     wait_for(lambda: not alive(script_procs), timeout=10, what="the script to die with its runner")
     assert status(run_id) == "lost"
+
+
+def test_a_config_with_a_script_table_is_a_script_run(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import sys\nprint('objective', sys.argv[1])\n")
+    (tmp_path / "script.toml").write_text('[script]\npath = "train.py"\nargs = ["0.75"]\n'
+                                          'patterns = ["objective (?P<loss>\\\\S+)"]\n')
+    out = cli("run", "script.toml", "--wait", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split()[0]
+    assert of_type(home, run_id, "step")[0]["loss"] == 0.75
+    assert of_type(home, run_id, "started")[0]["script"] == str(tmp_path / "train.py")
