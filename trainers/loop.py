@@ -19,6 +19,7 @@ from .meter import StepMeter
 from .optim import LrSchedule
 from .strategies import Strategy, make_strategy
 from .troubles import memory_cap, precision_probe
+from .troubles.leaks import LeakWatch
 from .troubles.stepper import Stepper
 
 Config = dict[str, dict[str, Any]]
@@ -73,6 +74,7 @@ class Training:
         self.best_acc, self.metrics = -1.0, {}
         self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit,
                                self.parts.split.num_classes)
+        self.leaks = LeakWatch(warmup_steps=max(20, len(self.parts.train_batches)))  # the first epoch
 
     def emit(self, kind: str, **fields: Any) -> None:
         """Write an event, from global rank 0 only."""
@@ -141,6 +143,9 @@ class Training:
         fields = self.meter.flush(self.step)
         if fields is not None:
             self.metrics["train_loss"] = fields["loss"]
+            leak = self.leaks.observe(self.step, fields["mem"])  # memory is read at step events only
+            if leak:
+                self.emit("warning", **leak)
             fields["mem"] = self.strategy.report_memory(fields["mem"])
             self.emit("step", step=self.step, epoch=epoch, lr=self.optimizer.param_groups[0]["lr"], **fields)
 
