@@ -75,6 +75,7 @@ class Console:
         os.close(slave)
         self.master, self.output, self.written = master, bytearray(), 0
         self.first_frame: float | None = None
+        self.first_frame_cpu: float | None = None  # the process's user+system seconds by then
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
 
@@ -91,6 +92,7 @@ class Console:
                 self.output += chunk
                 if b"Quit" in self.output:  # the footer: the whole first frame is out
                     self.first_frame = time.perf_counter() - self.started
+                    self.first_frame_cpu = sum(psutil.Process(self.proc.pid).cpu_times()[:2])
 
     def wait_first_frame(self, timeout: float = 20.0) -> float:
         """Seconds from exec to the first complete frame on the terminal."""

@@ -89,15 +89,18 @@ class TrainConsole(RunActions, App[None]):
         return StartScreen()
 
     async def open_dashboard(self) -> None:
-        """Right after the first frame: the dashboard, with the form prefilled from the demo config."""
+        """After the first frame (StartScreen calls it): the dashboard, its form filled from the demo."""
         from console.screens.main_screen import MainScreen  # with it plotext, the form's checks...
 
         try:
             config, source = protocol.load(self.config_path), self.config_path
         except protocol.ConfigError:
             config, source = protocol.defaults(), "built-in defaults (the digits demo)"
-        await self.switch_screen(MainScreen(config, source, self.config_path))
+        self.add_mode("dashboard", lambda: MainScreen(config, source, self.config_path))
+        await self.switch_mode("dashboard")  # its own screen stack: dialogs go over the dashboard
         self.dashboard = True
+        self.tailer.start()  # reading runs and sampling devices wait too: the first frame has the CPU
+        self.sample_devices()
         self._redraw_selection()
 
     @property
@@ -106,11 +109,8 @@ class TrainConsole(RunActions, App[None]):
         return self.screen_stack[0]  # type: ignore[return-value]
 
     def on_mount(self) -> None:
-        """Start following runs once the first frame is out, sample devices, quit if the terminal goes."""
+        """Quit if the terminal goes; runs are read and devices sampled once the dashboard is open."""
         hangup.watch(self)
-        self.call_after_refresh(self.open_dashboard)
-        self.call_after_refresh(self.tailer.start)
-        self.call_after_refresh(self.sample_devices)
         self.set_interval(1.0, self._tick)
 
     def on_unmount(self) -> None:

@@ -7,12 +7,12 @@ period, waiting for killed processes), so each runs in a thread and reports back
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 
 from console.leaderboard import Search, Trial
 from console.screens.confirm_screen import ConfirmScreen
-from console.screens.main_screen import MainScreen
 from console.services import runs, script_runs, trials
 from console.services.tailer import Tailer
 from console.state import Board
@@ -20,6 +20,9 @@ from console.widgets.leaderboard import Leaderboard
 from console.widgets.run_form import RunForm
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
+
+if TYPE_CHECKING:  # the dashboard (plotext, the form...) is imported after the first frame
+    from console.screens.main_screen import MainScreen
 
 
 class RunActions:

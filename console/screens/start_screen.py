@@ -24,5 +24,12 @@ class StartScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Title the pane as the dashboard does."""
+        """Title the pane as the dashboard does; open the dashboard once this frame is painted."""
         self.query_one(RunsTable).border_title = "runs"
+        self.screen_layout_refresh_signal.subscribe(self, self._laid_out)
+
+    def _laid_out(self, _: Screen[None]) -> None:
+        if not self.query_one(Footer).children:
+            return  # the footer's keys come in a later layout: the first frame is the one with them
+        self.screen_layout_refresh_signal.unsubscribe(self)
+        self.call_after_refresh(self.app.open_dashboard)  # type: ignore[attr-defined]  # once painted

@@ -117,7 +117,7 @@ async def settle(pilot: Any, timeout: float = 10.0) -> None:
     """Wait until every run is read and the devices sampled, then draw a frame."""
     app = pilot.app
     deadline = time.monotonic() + timeout
-    while not (app.loaded and app.main.query_one("#bars").devices is not None):
+    while not (app.dashboard and app.loaded and app.main.query_one("#bars").devices is not None):
         assert time.monotonic() < deadline, "the console did not load the runs in time"
         await pilot.pause(0.05)
     await pilot.pause(0.05)

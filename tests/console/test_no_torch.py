@@ -36,3 +36,19 @@ def test_console_never_imports_torch_torchvision_or_ray(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"heavy": [], "textual": True, "runs": 5}
+
+
+def first_imports(*modules: str) -> list[str]:
+    """Which of the modules the first frame should not need are imported along with `modules`."""
+    script = (f"import json, sys; import {', '.join(modules)}; print(json.dumps(sorted({{m.split('.')[0] "
+              "for m in sys.modules} & {'plotext', 'textual_plotext', 'pynvml', 'secrets', 'torch'})))")
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_the_first_frame_imports_no_plot_form_or_nvml() -> None:
+    # What `trainconsole` imports before its first frame: the dashboard (plotext, the setup form) and NVML
+    # come after it (StartScreen, then TrainConsole.open_dashboard).
+    assert first_imports("console.cli", "console.app") == []
+    assert "plotext" in first_imports("console.app", "console.screens.main_screen")  # the check sees it
