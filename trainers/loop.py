@@ -18,6 +18,7 @@ from . import checkpoint, setup
 from .meter import StepMeter
 from .optim import LrSchedule
 from .strategies import Strategy, make_strategy
+from .tb_export import TensorBoardExport
 from .troubles import memory_cap, precision_probe
 from .troubles.leaks import LeakWatch
 from .troubles.stepper import Stepper
@@ -54,7 +55,11 @@ def run(config: Config, run_dir: Any, events: Emitter, stop: Stop, resume: str |
 def train(strategy: Strategy, config: Config, run_dir: Any, events: Emitter, stop: Stop,
           resume: str | None = None) -> Outcome:
     """The per-process entry point: set up, optionally restore `resume`, and fit."""
-    return Training(strategy, config, run_dir, events, stop).fit(resume)
+    training = Training(strategy, config, run_dir, events, stop)
+    try:
+        return training.fit(resume)
+    finally:
+        training.board.close()
 
 
 class Training:
@@ -75,11 +80,17 @@ class Training:
         self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit,
                                self.parts.split.num_classes)
         self.leaks = LeakWatch(warmup_steps=max(20, len(self.parts.train_batches)))  # the first epoch
+        spec = config["train"]
+        folder = getattr(run_dir, "path", None)  # None in probes that train without a run directory
+        self.board = TensorBoardExport(folder, strategy.unwrap(self.model),
+                                       self.is_zero and spec["tensorboard"] and folder is not None,
+                                       spec["histogram_every"])
 
     def emit(self, kind: str, **fields: Any) -> None:
         """Write an event, from global rank 0 only."""
         if self.is_zero:
             self.events.emit(kind, **fields)
+            self.board.on_event(kind, fields)
 
     def emit_node(self, kind: str, **fields: Any) -> None:
         """Write `started` or a final event: from global rank 0, and from the first process of every

@@ -119,6 +119,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                "CPU: data memory the trainer may add after setup"),
         "oom": Field(str, "recover", _one_of("recover", "fail"), "recover: halve the micro-batch and redo"),
         "nonfinite": Field(str, "fail", _one_of("fail", "skip"), "skip: drop a step whose loss is NaN/Inf"),
+        "tensorboard": Field(bool, False, help="scalars and histograms into <run>/tensorboard"),
+        "histogram_every": Field(int, 1, _at_least(1), "epochs between TensorBoard weight histograms"),
     },
     "strategy": {
         "name": Field(str, "single", _one_of("single", "dp", "ddp", "model_parallel")),
