@@ -99,6 +99,7 @@ class TrainConsole(RunActions, App[None]):
         self.add_mode("dashboard", lambda: MainScreen(config, source, self.config_path))
         await self.switch_mode("dashboard")  # its own screen stack: dialogs go over the dashboard
         self.dashboard = True
+        self.refresh_bindings()
         self.tailer.start()  # reading runs and sampling devices wait too: the first frame has the CPU
         self.sample_devices()
         self._redraw_selection()
@@ -198,6 +199,8 @@ class TrainConsole(RunActions, App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The trial keys (x, t) are shown and active only while a tune run is selected."""
+        if not self.dashboard and action != "quit":
+            return None  # shown dimmed on the first frame, until the dashboard opens (a fraction of a second)
         if action in ("stop_trial", "train_trial", "mark"):  # a tune run's plot is its trials' curves
             run = self.board.runs.get(self.selected or "")
             tune = run is not None and run.kind == "tune"

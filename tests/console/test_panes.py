@@ -154,3 +154,12 @@ async def test_ddp_memory_shows_every_rank(fixture_home: Path) -> None:
         text = "\n".join(str(part) for part in getattr(shown, "renderables", [shown]))
     assert "torch rank 1 cuda:1  allocated 1G  reserved 2G  peak 3G" in text
     assert "host rss 1.56G over 2 ranks" in text
+
+
+async def test_the_first_frame_waits_for_the_dashboard_before_its_keys_act(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    assert app.check_action("launch", ()) is None and app.check_action("quit", ()) is True  # dimmed
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.dashboard and type(app.main).__name__ == "MainScreen"
+        assert app.check_action("launch", ()) is True
