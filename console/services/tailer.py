@@ -156,14 +156,16 @@ class Tailer:
         return behind
 
     def _read_history(self, news: list[RunUpdate | None], budget: int) -> bool:
-        """First tails of new runs (newest first), then slices of histories. Returns whether any is left."""
-        for t in list(self.tracked.values()):
+        """First tails of new runs (newest first), else slices of histories. Returns whether any is left."""
+        fresh = [t for t in self.tracked.values() if not t.seen]
+        for t in fresh:
             if budget <= 0:
                 return True
-            if not t.seen:
-                update, used = t.first_read()
-                news.append(update)
-                budget -= used
+            update, used = t.first_read()
+            news.append(update)
+            budget -= used
+        if fresh:  # their rows go out now; their histories from the next pass on
+            return any(t.backfill is not None for t in self.tracked.values()) or budget <= 0
         for t in list(self.tracked.values()):
             while t.backfill is not None and budget > 0:
                 update, used = t.backfill_step(budget)
