@@ -1,0 +1,144 @@
+"""Reattach: a fresh console over one finished run with a huge event log, on a 120x40 pty.
+
+Three times per log size, from just before `exec` of the console: its first frame, the runs table right
+(a frame on screen whose row shows `finished` and the last epoch), and the whole history plotted (the
+first plot drawn after the backfilled state, every step in it, was taken). Each size is measured with
+orjson and with the stdlib json parser (`--parsers`), alternately, `--repeat` times; medians are printed.
+
+    .venv/bin/python benchmarks/console_reattach.py --events 100000 500000 1000000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from console_common import Console, machine
+
+from trainers.protocol import RunDir, defaults, dumps
+
+RUN = "20240101-000000-small_cnn-digits-big1"
+PER_EPOCH = 1000
+
+
+def make_log(home: Path, events: int) -> None:
+    """A finished run: `started`, `events` step events (an eval every PER_EPOCH), `finished`."""
+    (home / "runs").mkdir(parents=True, exist_ok=True)
+    run = RunDir.create(home, RUN)
+    config = defaults()
+    config["train"]["epochs"] = events // PER_EPOCH
+    run.config.write_text(dumps(config))
+    t0 = time.time() - events / 10 - 60
+    run.write_info({"id": RUN, "name": "small_cnn-digits", "kind": "train", "strategy": "single",
+                    "started_at": t0, "ended_at": t0 + events / 10, "pid": None})
+    head = '{"v":1,"t":%.2f,"run":"' + RUN + '","type":"step","step":%d,"epoch":%d,"loss":%.6g,"count":10,'
+    rest = '"lr":0.05,"samples_per_s":%.1f,"mem":{"devices":[],"rss":851443712}}\n'
+    evals = ('{"v":1,"t":%.2f,"run":"' + RUN + '","type":"eval","epoch":%d,"step":%d,"val_loss":0.3,'
+             '"val_acc":%.4f}\n')
+    with open(run.events, "w") as f:
+        f.write(json.dumps({"v": 1, "t": t0, "run": RUN, "type": "started", "strategy": "single",
+                            "world_size": 1, "devices": ["cpu"]}, separators=(",", ":")) + "\n")
+        for first in range(1, events + 1, 10_000):
+            lines = []
+            for s in range(first, min(first + 10_000, events + 1)):
+                t = t0 + s / 10
+                lines.append(head % (t, s, 1 + (s - 1) // PER_EPOCH, 2.3 / (1 + s / 500) + 0.05)
+                             + rest % (2100.0 - s % 97))
+                if s % PER_EPOCH == 0:
+                    lines.append(evals % (t, s // PER_EPOCH, s, 0.9 + s / events / 20))
+            f.writelines(lines)
+        f.write(json.dumps({"v": 1, "t": t0 + events / 10 + 1, "run": RUN, "type": "finished",
+                            "best_val_acc": 0.95}, separators=(",", ":")) + "\n")
+
+
+def console(result: Path, t0: float, events: int, parser: str) -> None:
+    """The real app, timing the first right row and the first plot of the whole history."""
+    from console.app import TrainConsole
+    from console.services import jsonl
+    from console.widgets.runs_table import RunsTable
+
+    if parser == "json":
+        jsonl.loads = json.loads
+    epoch = str(events // PER_EPOCH)
+    times: dict[str, float] = {}
+
+    class Timed(TrainConsole):
+        CSS_PATH = str(Path(sys.modules[TrainConsole.__module__].__file__ or "").with_name("app.tcss"))
+
+        def draw_frame(self) -> None:
+            super().draw_frame()
+            table = self.main.query_one(RunsTable)
+            if "row" not in times and RUN in self._labels:
+                status, shown = table.get_cell(RUN, "status"), str(table.get_cell(RUN, "epoch"))
+                if str(status) == "finished" and shown.split("/")[0] == epoch:
+                    self.call_after_refresh(lambda: times.setdefault("row", time.time() - t0))
+
+        def draw_plot(self) -> None:
+            super().draw_plot()
+            run = self.board.runs.get(RUN)
+            if "plot" not in times and run is not None and len(run.train_loss) == events:
+                self.call_after_refresh(self._plotted)
+
+        def _plotted(self) -> None:
+            times["plot"] = time.time() - t0
+            result.write_text(json.dumps(times))
+            self.exit()
+
+    Timed().run()
+
+
+def measure(events: int, parser: str, home: Path) -> dict[str, float]:
+    """One reattach: start the console on a pty, wait for it to report, return its times."""
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "times.json"
+        t0 = time.time()
+        term = Console(home, cmd=[sys.executable, __file__, "--console", str(result), "--t0", repr(t0),
+                                  "--events", str(events), "--parser", parser])
+        deadline = time.monotonic() + 120
+        while term.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        term.quit()
+        if not result.exists():
+            raise RuntimeError("the console did not report: " + term.output[-2000:].decode(errors="replace"))
+        return {**json.loads(result.read_text()), "frame": term.first_frame or 0.0}
+
+
+def main() -> None:
+    """Print one JSON line per log size: medians of the row and plot times, per parser."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, nargs="+", default=[100_000, 500_000, 1_000_000])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--parsers", nargs="+", default=["orjson", "json"])
+    parser.add_argument("--console", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--t0", type=float, help=argparse.SUPPRESS)
+    parser.add_argument("--parser", default="orjson", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.console:
+        console(args.console, args.t0, args.events[0], args.parser)
+        return
+    for events in args.events:
+        with tempfile.TemporaryDirectory() as tmp:
+            home = Path(tmp) / "home"
+            make_log(home, events)
+            size = (home / "runs" / RUN / "events.jsonl").stat().st_size
+            runs: dict[str, list[dict[str, float]]] = {p: [] for p in args.parsers}
+            for _ in range(args.repeat):
+                for name in args.parsers:
+                    runs[name].append(measure(events, name, home))
+        out: dict[str, object] = {"benchmark": "console reattach", "events": events,
+                                  "log_mib": round(size / 2**20)}
+        for name, times in runs.items():
+            out[f"{name}_first_frame_s"] = round(statistics.median(t["frame"] for t in times), 2)
+            out[f"{name}_row_s"] = round(statistics.median(t["row"] for t in times), 2)
+            out[f"{name}_plot_s"] = round(statistics.median(t["plot"] for t in times), 2)
+        out["machine"] = machine()
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
