@@ -1,12 +1,19 @@
-"""The setup pane: the run config's main fields, checked as you type with the CLI's own validation."""
+"""The setup pane: the run config's main fields, checked as you type with the CLI's own validation.
+
+ctrl+t switches to the script form (a training script, its arguments, nproc, devices): the twin of
+`trainconsole run --script`. A loaded TOML with a `[script] path` opens in it.
+"""
 
 from __future__ import annotations
 
 import copy
+import os
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.suggester import SuggestFromList
@@ -30,6 +37,15 @@ FIELDS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
 )
 
 
+#: The script form: a run of kind `script` (devices is shared with the config form).
+SCRIPT_FIELDS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    ("script", "path", "script", "train.py: a path from where the console started", ()),
+    ("script", "args", "arguments", "its arguments, e.g. --epochs 5 --lr 0.1", ()),
+    ("script", "nproc", "nproc", "0 = python; N = torchrun with N processes", ()),
+)
+SHARED = (("strategy", "devices"),)
+
+
 def field_id(section: str, key: str) -> str:
     """The DOM id of a field's input."""
     return f"{section}-{key}"
@@ -37,6 +53,8 @@ def field_id(section: str, key: str) -> str:
 
 class RunForm(VerticalScroll):
     """A form over a config: edits the fields above, keeps every other key of the loaded config."""
+
+    BINDINGS = [Binding("ctrl+t", "toggle_script", "Script / config form", show=False)]
 
     @dataclass
     class Submitted(Message):
@@ -47,59 +65,97 @@ class RunForm(VerticalScroll):
     def __init__(self, config: Config, source: str, *, id: str | None = None, classes: str | None = None):
         super().__init__(id=id, classes=classes)
         self.base, self.source = copy.deepcopy(config), source
+        self.script_mode = bool(config.get("script", {}).get("path"))
+
+    @property
+    def fields(self) -> tuple[tuple[str, str, str, str, tuple[str, ...]], ...]:
+        """The fields of the form now shown: the config's, or the script's and devices."""
+        if not self.script_mode:
+            return FIELDS
+        return SCRIPT_FIELDS + tuple(f for f in FIELDS if (f[0], f[1]) in SHARED)
 
     def compose(self) -> ComposeResult:
         """A labelled input and an error line per field."""
         yield Static(f"from {self.source}", id="form-source")
-        for section, key, label, hint, choices in FIELDS:
+        for section, key, label, hint, choices in FIELDS + SCRIPT_FIELDS:
             fid = field_id(section, key)
-            with Horizontal(classes="field"):
+            with Horizontal(classes="field", id=f"row-{fid}"):
                 yield Label(label, classes="field-label")
                 suggester = SuggestFromList(choices, case_sensitive=False) if choices else None
-                yield Input(_text(self.base[section][key]), placeholder=hint, id=fid, compact=True,
+                yield Input(_field_text(self.base, section, key), placeholder=hint, id=fid, compact=True,
                             suggester=suggester)
             yield Label("", id=f"{fid}-error", classes="field-error")
         yield Label("", id="form-error", classes="field-error")
         keys = "[b]enter[/b] launch   [b]esc[/b] leave the form, then [b]o[/b] load / [b]w[/b] save TOML"
         yield Static(keys, id="form-keys")
 
+    def on_mount(self) -> None:
+        """Show the rows of the current mode."""
+        self._show_rows()
+
+    def action_toggle_script(self) -> None:
+        """Switch between the config form and the script form."""
+        self.script_mode = not self.script_mode
+        self._show_rows()
+        self.check()
+        self.query_one(f"#{field_id(*self.fields[0][:2])}", Input).focus()
+
+    def _show_rows(self) -> None:
+        shown = {field_id(s, k) for s, k, *_ in self.fields}
+        for section, key, *_ in FIELDS + SCRIPT_FIELDS:
+            fid = field_id(section, key)
+            self.query_one(f"#row-{fid}").display = fid in shown
+            if fid not in shown:
+                self.query_one(f"#{fid}-error", Label).display = False
+
     def load(self, config: Config, source: str) -> None:
         """Fill the form from a (validated) config."""
         self.base, self.source = copy.deepcopy(config), source
+        self.script_mode = bool(config.get("script", {}).get("path"))
         self.query_one("#form-source", Static).update(f"from {source}")
-        for section, key, *_ in FIELDS:
-            self.query_one(f"#{field_id(section, key)}", Input).value = _text(config[section][key])
+        for section, key, *_ in FIELDS + SCRIPT_FIELDS:
+            self.query_one(f"#{field_id(section, key)}", Input).value = _field_text(config, section, key)
+        self._show_rows()
         self.check()
 
     def raw(self) -> dict[str, Any]:
         """The loaded config with the form's fields applied (not yet validated)."""
         raw = copy.deepcopy(self.base)
-        for section, key, *_ in FIELDS:
+        for section, key, *_ in self.fields:
             text = self.query_one(f"#{field_id(section, key)}", Input).value
-            apply_override(raw, f"{section}.{key}={text}")
+            if (section, key) == ("script", "args"):
+                raw.setdefault("script", {})["args"] = _split(text)
+            elif (section, key) == ("script", "path"):
+                raw.setdefault("script", {})["path"] = os.path.abspath(text.strip()) if text.strip() else ""
+            else:
+                apply_override(raw, f"{section}.{key}={text}")
+        if not self.script_mode and isinstance(raw.get("script"), dict):
+            raw["script"]["path"] = ""  # the config form launches a built-in run
         return raw
 
     def check(self) -> Config | None:
         """Validate; show each problem next to its field. Returns the config if it is valid."""
         raw, errors = self.raw(), {}
-        for section, key, *_ in FIELDS:
+        for section, key, *_ in self.fields:
             try:
                 validate({section: {key: raw[section][key]}})
             except ConfigError as e:
                 errors[e.field] = str(e).removeprefix(f"{e.field}: ")
+        if self.script_mode and not raw["script"]["path"]:
+            errors["script.path"] = "is required: the training script to run"
         config, whole = None, ""
         if not errors:
             try:
                 config = validate(raw)
             except ConfigError as e:
                 errors[e.field] = whole = str(e)
-        for section, key, *_ in FIELDS:
+        for section, key, *_ in self.fields:
             fid = field_id(section, key)
             message = errors.get(f"{section}.{key}", "")
             self.query_one(f"#{fid}-error", Label).update(message)
             self.query_one(f"#{fid}-error", Label).display = bool(message)
             self.query_one(f"#{fid}", Input).set_class(bool(message), "-invalid")
-        shown = whole and whole.split(":")[0] not in {f"{s}.{k}" for s, k, *_ in FIELDS}
+        shown = whole and whole.split(":")[0] not in {f"{s}.{k}" for s, k, *_ in self.fields}
         self.query_one("#form-error", Label).update(whole if shown else "")
         self.query_one("#form-error", Label).display = bool(shown)
         return config
@@ -119,6 +175,21 @@ class RunForm(VerticalScroll):
         config = self.check()
         if config is not None:
             self.post_message(self.Submitted(config))
+
+
+def _split(text: str) -> list[str] | str:
+    """Arguments as a shell would split them (the text itself when its quotes do not close)."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text
+
+
+def _field_text(config: dict[str, Any], section: str, key: str) -> str:
+    value = config.get(section, {}).get(key, "")
+    if (section, key) == ("script", "args") and isinstance(value, list):
+        return shlex.join(value)
+    return _text(value)
 
 
 def _text(value: Any) -> str:
