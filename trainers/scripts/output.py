@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainers.protocol import EventWriter
+from trainers.troubles.leaks import LeakWatch
 
 from .lines import compile_patterns, parse
 from .tracebacks import TracebackWatch
@@ -24,6 +25,8 @@ CHUNK = 1 << 16
 #: A "line" longer than this without a newline is handed over as it is.
 MAX_LINE = 1 << 16
 LINE_END = re.compile(rb"[\r\n]")
+#: Step events (printed metric lines) before the leak watch judges the script's memory.
+LEAK_WARMUP_STEPS = 10
 
 
 class Pump(threading.Thread):
@@ -68,7 +71,8 @@ class OutputEvents:
     """Turns the script's printed lines into events (thread-safe: both pumps call it)."""
 
     def __init__(self, writer: EventWriter, patterns: list[str], parse_output: bool = True,
-                 memory: Callable[[], dict[str, Any] | None] = lambda: None) -> None:
+                 memory: Callable[[], dict[str, Any] | None] = lambda: None,
+                 mem_interval: float = 1.0) -> None:
         self.writer = writer
         self.patterns = compile_patterns(patterns)
         self.parse_output = parse_output
@@ -79,7 +83,8 @@ class OutputEvents:
         self.best_val_acc: float | None = None
         self.last_error = ""
         self.lock = threading.Lock()
-        self.mem_due = 0.0
+        self.mem_due, self.mem_interval = 0.0, mem_interval
+        self.leaks = LeakWatch(warmup_steps=LEAK_WARMUP_STEPS)
 
     def stdout(self, line: str) -> None:
         """One line the script printed to stdout."""
@@ -104,7 +109,11 @@ class OutputEvents:
             self.step += 1
         where = {"step": self.step, **({"epoch": self.epoch} if self.epoch is not None else {})}
         if parsed.step:
-            self.writer.emit("step", **where, **parsed.step, **self._mem())
+            mem = self._mem()
+            self.writer.emit("step", **where, **parsed.step, **mem)
+            leak = self.leaks.observe(self.step, mem["mem"]) if mem else None
+            if leak:
+                self.writer.emit("warning", **leak)
         if parsed.eval:
             self.writer.emit("eval", **where, **parsed.eval)
             acc = parsed.eval.get("val_acc")
@@ -116,6 +125,6 @@ class OutputEvents:
         now = time.monotonic()
         if now < self.mem_due:
             return {}
-        self.mem_due = now + 1.0
+        self.mem_due = now + self.mem_interval
         mem = self.memory()
         return {"mem": mem} if mem else {}

@@ -1,0 +1,36 @@
+"""OutputEvents: printed lines into events, with the script tree's memory and the leak watch on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from trainers.protocol import EventWriter
+from trainers.scripts.output import LEAK_WARMUP_STEPS, OutputEvents
+
+MB = 1 << 20
+
+
+def read(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_growing_tree_memory_raises_one_memory_leak_warning(tmp_path: Path) -> None:
+    rss = iter(range(500 * MB, 10_000 * MB, 16 * MB))  # the tree's RSS, +16 MB per sample
+    out = OutputEvents(EventWriter(tmp_path / "events.jsonl", "r"), [], memory=lambda: {"devices": [],
+                       "rss": next(rss)}, mem_interval=0.0)
+    for i in range(LEAK_WARMUP_STEPS + 30):
+        out.stdout(f"loss: {1 / (i + 1)}")
+    events = read(tmp_path / "events.jsonl")
+    warnings = [e for e in events if e["type"] == "warning"]
+    assert [w["code"] for w in warnings] == ["memory_leak"] and warnings[0]["mb_per_step"] == 16
+    steps = [e for e in events if e["type"] == "step"]
+    assert len(steps) == LEAK_WARMUP_STEPS + 30 and all(e["mem"]["rss"] >= 500 * MB for e in steps)
+
+
+def test_flat_tree_memory_raises_no_warning(tmp_path: Path) -> None:
+    out = OutputEvents(EventWriter(tmp_path / "events.jsonl", "r"), [],
+                       memory=lambda: {"devices": [], "rss": 500 * MB}, mem_interval=0.0)
+    for i in range(LEAK_WARMUP_STEPS + 30):
+        out.stdout(f"loss: {1 / (i + 1)}")
+    assert not [e for e in read(tmp_path / "events.jsonl") if e["type"] == "warning"]
