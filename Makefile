@@ -2,18 +2,20 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip install --quiet --disable-pip-version-check
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt
+# gpu-check: the venv's python, unless PYTHON is given (a GPU box: `make gpu-check PYTHON=python3`).
+GPU_PY := $(if $(filter command line,$(origin PYTHON)),$(PYTHON),$(if $(wildcard $(PY)),$(PY),$(PYTHON)))
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean gpu-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: pyproject.toml | $(PY)
+$(VENV)/.installed: pyproject.toml constraints.txt | $(PY)
 	$(PIP) -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(PY)
+$(VENV)/.installed-dev: pyproject.toml constraints.txt | $(PY)
 	$(PIP) -e '.[dev]'
 	touch $@ $(VENV)/.installed
 
@@ -30,6 +32,11 @@ lint: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/overhead.py
+
+# Every CUDA path on this machine's GPU(s), with its own python and torch (no venv, nothing downloaded);
+# writes docs/GPU.md. Without a GPU each check says SKIPPED.
+gpu-check:
+	$(GPU_PY) benchmarks/gpu_check.py
 
 clean:
 	rm -rf $(VENV)

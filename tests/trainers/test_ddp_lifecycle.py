@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from trainer_runs import REPO, events, make_config, make_run, start, wait_for
+from trainer_runs import ON_CPU, REPO, events, make_config, make_run, start, wait_for
 
 from console.services import runs
 from trainers import checkpoint, protocol
@@ -21,7 +21,7 @@ from trainers.protocol import RunDir
 from trainers.protocol import home as home_dir
 from trainers.strategies.rendezvous import free_port
 
-DDP2 = {"name": "ddp", "devices": 2}
+DDP2 = {"name": "ddp", "devices": 2, **ON_CPU}
 pytestmark = pytest.mark.slow
 
 
@@ -102,7 +102,7 @@ def test_two_nodes_on_loopback_train_together(home: Path) -> None:
     port = free_port("127.0.0.1")
     nodes = []
     for node in (0, 1):
-        spec = {"name": "ddp", "devices": 1, "nnodes": 2, "node_rank": node, "master_port": port}
+        spec = {"name": "ddp", "devices": 1, "nnodes": 2, "node_rank": node, "master_port": port, **ON_CPU}
         run = make_run(home_dir(), make_config(strategy=spec, train={"epochs": 3}), name=f"node{node}")
         nodes.append((run, start(run)))
     assert [proc.wait(timeout=120) for _, proc in nodes] == [0, 0], nodes[0][0].stderr.read_text()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainer_runs import events, make_config, make_run, train
+from trainer_runs import ON_CPU, events, make_config, make_run, train
 
 from trainers import models
 
@@ -31,8 +31,8 @@ def test_materialise_gives_lazy_layers_their_shapes() -> None:
     assert model[1].weight.shape == (3, 8) and model[2].num_batches_tracked == 0  # eval: stats untouched
 
 
-@pytest.mark.parametrize("strategy", [{"name": "single"}, {"name": "ddp", "devices": 2},
-                                      {"name": "model_parallel", "devices": 2}],
+@pytest.mark.parametrize("strategy", [{"name": "single"}, {"name": "ddp", "devices": 2, **ON_CPU},
+                                      {"name": "model_parallel", "devices": 2, **ON_CPU}],
                          ids=["single", "ddp", "model_parallel"])
 def test_a_lazy_plugin_trains(tc_home: Path, tmp_path: Path, strategy: dict) -> None:
     (tmp_path / "tc_lazy_plugin.py").write_text(PLUGIN)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from trainer_runs import make_config
+from trainer_runs import CUDA, make_config
 
 from trainers import data, models
 from trainers.loop import train
@@ -40,13 +40,15 @@ def train_in_process(tmp_path: Path, config: dict) -> Recorder:
 
 
 @pytest.mark.parametrize("precision", ["bf16", "fp16"])
-def test_reduced_precision_on_cpu_learns(tmp_path: Path, precision: str) -> None:
+def test_reduced_precision_learns(tmp_path: Path, precision: str) -> None:
     (tmp_path / "runs").mkdir()
     config = make_config(train={"precision": precision, "epochs": 3, "batch_size": 32, "threads": 2})
     rec = train_in_process(tmp_path, config)
-    assert rec.of("started")[0]["precision"] == "bf16"
-    if precision == "fp16":  # no CUDA here: falls back to bf16 and says so
+    assert rec.of("started")[0]["precision"] == (precision if CUDA else "bf16")
+    if precision == "fp16" and not CUDA:  # fp16 needs CUDA: falls back to bf16 and says so
         assert rec.of("warning")[0]["code"] == "fp16_on_cpu"
+    else:
+        assert "fp16_on_cpu" not in [w["code"] for w in rec.of("warning")]
     losses = [e["loss"] for e in rec.of("step")]
     assert all(math.isfinite(v) for v in losses) and losses[-1] < losses[0] * 0.7
     assert rec.of("eval")[-1]["val_acc"] > 0.5

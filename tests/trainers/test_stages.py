@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 from torch.utils.data import DistributedSampler, TensorDataset
-from trainer_runs import make_config, make_run
+from trainer_runs import ON_CPU, make_config, make_run
 
 from trainers import loop, models
 from trainers.guards import StrategyUnavailable
@@ -135,7 +135,7 @@ def test_torchvision_families_train_in_two_stages(tmp_path: Path, name: str) -> 
     data = {"name": "synthetic", "samples": 4 * batch, "shape": [3, 32, 32]}
     config = make_config(model={"name": name}, data=data,
                          train={"epochs": 1, "max_steps": 2, "batch_size": batch, "threads": 2, "lr": 0.001},
-                         strategy={"name": "model_parallel", "devices": 2, "micro_batches": 2})
+                         strategy={"name": "model_parallel", "devices": 2, "micro_batches": 2, **ON_CPU})
     (tmp_path / "runs").mkdir()
     run = make_run(tmp_path, config, name=name)
     outcome = loop.run(config, run, EventWriter(run.events, run.id), StopFlag())

@@ -11,9 +11,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all
 
 REPO = Path(__file__).resolve().parents[2]
+#: What `accelerator = 'auto'` picks here: the expectations of device, backend and precision follow it,
+#: so the suite runs on a CPU box and a CUDA box alike. Tests of CPU-only paths (gloo DDP with 2 workers,
+#: 3 model-parallel stages) set `accelerator = 'cpu'`; GPU-only tests are marked `gpu`.
+CUDA = torch.cuda.is_available()
+GPUS = torch.cuda.device_count() if CUDA else 0
+ON_CPU = {"accelerator": "cpu"}
+
+
+def auto_devices() -> list[str]:
+    """`started.devices` of a single-device run with `accelerator = 'auto'`."""
+    return ["cuda:0"] if CUDA else ["cpu"]
 
 
 def make_config(**sections: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,49 @@
+"""`make gpu-check` (benchmarks/gpu_check.py): on a machine without a GPU every check says SKIPPED (no GPU),
+quickly, and a GPU's report is never overwritten; its devices-pane snapshot renders the real widget."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "gpu_check.py"
+
+
+def gpu_check() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_check"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_without_a_gpu_every_check_is_skipped(tmp_path: Path) -> None:
+    if pytest.importorskip("torch").cuda.is_available():
+        pytest.skip("this machine has a GPU: make gpu-check runs the real checks")
+    out = tmp_path / "GPU.md"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == 8 and all(line.endswith("(no GPU)") for line in skipped)
+    assert "| single on cuda:0 | SKIPPED | (no GPU) |" in out.read_text()
+    gpu_report = "# GPU check\n\n<!-- gpu-check: cuda -->\n| single on cuda:0 | PASS | ... |\n"
+    out.write_text(gpu_report)
+    done = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out)], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)
+    assert done.returncode == 0 and out.read_text() == gpu_report and "keeps its GPU report" in done.stdout
+
+
+def test_the_devices_pane_snapshot_names_the_run() -> None:
+    pytest.importorskip("textual")
+    from console.services.gpu import SimulatedGpus
+
+    devices = SimulatedGpus(count=1, runs=["run-1"]).sample({"run-1": {1}})
+    text = gpu_check().pane_text(devices, {"run-1": "gpu-nvml"})
+    assert "GPU0" in text and "gpu-nvml" in text and "Simulated H100" in text
