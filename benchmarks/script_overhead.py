@@ -37,14 +37,17 @@ def bare(script_args: list[str], workdir: Path) -> float:
     return last_rate(log.read_text())
 
 
-def under_console(script_args: list[str], home: str) -> tuple[float, int]:
-    """Run it with `trainconsole run --script --wait`; its samples/s and the step events read."""
+def under_console(script_args: list[str], home: str) -> tuple[float, dict]:
+    """Run it with `trainconsole run --script --wait`; its samples/s and the `finished` event (step count,
+    the runner's and the script's CPU seconds)."""
     env = {**os.environ, "TRAINCONSOLE_HOME": home}
     out = subprocess.run([EXE, "run", "--script", SCRIPT, "--wait", "--", *script_args], capture_output=True,
                          text=True, env=env, check=True, cwd=ROOT)
     run = Path(home) / "runs" / out.stdout.split()[0]
-    steps = sum(1 for line in (run / "events.jsonl").open() if '"type":"step"' in line)
-    return last_rate((run / "stdout.log").read_text()), steps
+    events = [json.loads(line) for line in (run / "events.jsonl").open()]
+    finished = next(e for e in events if e["type"] == "finished")
+    finished["step_events"] = sum(1 for e in events if e["type"] == "step")
+    return last_rate((run / "stdout.log").read_text()), finished
 
 
 def main() -> None:
@@ -57,17 +60,19 @@ def main() -> None:
     args = parser.parse_args()
     script_args = ["--steps", str(args.steps), "--threads", str(args.threads), "--device", args.device,
                    "--print-every", str(args.print_every)]
-    b, c, events = [], [], 0
+    b, c, cpu = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.reps):
             b.append(bare(script_args, Path(tmp)))
-            rate, events = under_console(script_args, tmp)
+            rate, finished = under_console(script_args, tmp)
             c.append(rate)
+            cpu.append((finished["runner_cpu_s"], finished["script_cpu_s"]))
     ratio = statistics.median(c) / statistics.median(b)
-    print(f"script ({args.device}, print every {args.print_every} steps, {events} step events): "
-          f"bare {statistics.median(b):.0f} samples/s {[round(x) for x in b]}, "
-          f"trainconsole {statistics.median(c):.0f} samples/s {[round(x) for x in c]}, ratio {ratio:.3f}",
-          flush=True)
+    share = statistics.median(r / s for r, s in cpu)
+    print(f"script ({args.device}, print every {args.print_every} steps, {finished['step_events']} step "
+          f"events): bare {statistics.median(b):.0f} samples/s {[round(x) for x in b]}, trainconsole "
+          f"{statistics.median(c):.0f} samples/s {[round(x) for x in c]}, ratio {ratio:.3f}; runner CPU / "
+          f"script CPU {share:.4f} {[f'{r:.2f}/{s:.1f}' for r, s in cpu]}", flush=True)
 
 
 if __name__ == "__main__":

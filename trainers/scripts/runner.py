@@ -10,6 +10,7 @@ after our SIGTERM, else `finished` on exit code 0, else `failed` with the traceb
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -110,14 +111,22 @@ class ScriptRun:
 
     def _final(self, code: int, events: OutputEvents) -> None:
         if self.stop_asked:
-            self.writer.emit("stopped", exit_code=code, step=events.step)
+            self.writer.emit("stopped", exit_code=code, step=events.step, **cpu_seconds())
         elif code == 0:
             best = {"best_val_acc": events.best_val_acc} if events.best_val_acc is not None else {}
-            self.writer.emit("finished", exit_code=0, step=events.step, **best)
+            self.writer.emit("finished", exit_code=0, step=events.step, **best, **cpu_seconds())
         else:
             cause = events.watch.cause or _exit_cause(code, events.last_error)
             self.writer.emit("failed", cause=cause, hint=hint(cause), traceback=events.watch.traceback,
                              exit_code=code)
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU time (user + system) of this runner and of the script's processes it waited for: what reading
+    the output costs next to what the script itself used."""
+    me, script = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"runner_cpu_s": round(me.ru_utime + me.ru_stime, 3),
+            "script_cpu_s": round(script.ru_utime + script.ru_stime, 3)}
 
 
 def _stop_targets(pid: int, elastic: bool) -> list[psutil.Process]:
