@@ -59,7 +59,8 @@ def train(strategy: Strategy, config: Config, run_dir: Any, events: Emitter, sto
     try:
         return training.fit(resume)
     finally:
-        training.board.close()
+        if training.board is not None:
+            training.board.close()
 
 
 class Training:
@@ -69,6 +70,7 @@ class Training:
         self.strategy, self.config, self.run_dir = strategy, config, run_dir
         self.events, self.stop = events, stop
         self.is_zero = strategy.is_global_zero
+        self.board: TensorBoardExport | None = None  # set once the model exists; setup may warn before
         self.parts = setup.build(strategy, config, lambda **f: self.emit("warning", **f))
         self.model, self.optimizer = self.parts.model, self.parts.optimizer
         self.epochs, self.step, self.start_epoch, self.batches_done = config["train"]["epochs"], 0, 1, 0
@@ -78,7 +80,7 @@ class Training:
         self.meter = StepMeter(strategy.device, strategy.devices, strategy.world_size)
         self.best_acc, self.metrics = -1.0, {}
         self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit,
-                               self.parts.split.num_classes)
+                               self.parts.split.num_classes, getattr(run_dir, "path", None))
         self.leaks = LeakWatch(warmup_steps=max(20, len(self.parts.train_batches)))  # the first epoch
         spec = config["train"]
         folder = getattr(run_dir, "path", None)  # None in probes that train without a run directory
@@ -90,7 +92,8 @@ class Training:
         """Write an event, from global rank 0 only."""
         if self.is_zero:
             self.events.emit(kind, **fields)
-            self.board.on_event(kind, fields)
+            if self.board is not None:
+                self.board.on_event(kind, fields)
 
     def emit_node(self, kind: str, **fields: Any) -> None:
         """Write `started` or a final event: from global rank 0, and from the first process of every

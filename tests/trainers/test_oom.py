@@ -113,3 +113,12 @@ def test_oom_fail_mode_fails_at_once(tc_home: Path, tmp_path: Path) -> None:
     code, failed, run = hog_run(tc_home, tmp_path, "fail")
     assert code == 1 and "can't allocate memory" in failed["cause"] and not events(run, "oom_recovered")
     assert "train.oom = 'recover'" in failed["hint"]
+
+
+def test_memory_history_on_cpu_is_accepted_and_reported_unavailable(tc_home: Path) -> None:
+    config = make_config(train={"epochs": 1, "max_steps": 2, "memory_history": True})
+    code, run = run_config(tc_home, config)
+    assert code == 0 and run_status(run) == "finished"
+    (warning,) = [e for e in events(run, "warning") if e["code"] == "memory_history_unavailable"]
+    assert "not available on cpu" in warning["message"]
+    assert not list(run.path.glob("memory_snapshot*"))

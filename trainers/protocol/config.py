@@ -121,6 +121,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "nonfinite": Field(str, "fail", _one_of("fail", "skip"), "skip: drop a step whose loss is NaN/Inf"),
         "tensorboard": Field(bool, False, help="scalars and histograms into <run>/tensorboard"),
         "histogram_every": Field(int, 1, _at_least(1), "epochs between TensorBoard weight histograms"),
+        "memory_history": Field(bool, False, help="GPU: record allocations, snapshot at an out-of-memory"),
     },
     "strategy": {
         "name": Field(str, "single", _one_of("single", "dp", "ddp", "model_parallel")),

@@ -23,6 +23,7 @@ class OutOfMemory(TrainerError):
     def __init__(self, message: str, hint: str) -> None:
         super().__init__(message)
         self.hint = hint
+        self.event_fields: dict[str, Any] = {}  # extra `failed` event fields: memory, forensics
 
 
 def is_oom(exc: BaseException, capped: bool = False) -> bool:

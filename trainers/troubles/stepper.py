@@ -33,6 +33,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from ..guards import one_line
 from .explain import pointed
+from .forensics import MemoryHistory
 from .oom import OutOfMemory, free, is_oom, memory_at
 
 INJECTED = "DefaultCPUAllocator: can't allocate memory: injected by TRAINCONSOLE_OOM_AT"
@@ -46,13 +47,15 @@ class Failure:
     cause: str
     memory: dict[str, Any]
     ranks: list[int] = field(default_factory=list)
+    forensics: dict[str, Any] = field(default_factory=dict)  # train.memory_history on a GPU
 
 
 class Stepper:
     """Runs `step(x, y, step)`: zero grads, forward/backward per micro-batch, optimizer step."""
 
     def __init__(self, model: nn.Module, optimizer: torch.optim.Optimizer, precision: Any, strategy: Any,
-                 config: dict[str, dict[str, Any]], emit: Callable[..., Any], num_classes: int = 0) -> None:
+                 config: dict[str, dict[str, Any]], emit: Callable[..., Any], num_classes: int = 0,
+                 folder: Any = None) -> None:
         self.model, self.optimizer, self.precision, self.strategy = model, optimizer, precision, strategy
         self.batch = strategy.local_batch_size(config["train"]["batch_size"])
         self.micro_batch, self.recoveries = self.batch, 0
@@ -66,6 +69,7 @@ class Stepper:
         self.group = getattr(getattr(strategy, "sync", None), "group", None)
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.inject = injected_fault(strategy.global_rank)
+        self.history = MemoryHistory(config["train"]["memory_history"], strategy.device, folder, emit)
 
     @property
     def accumulate(self) -> int:
@@ -159,7 +163,8 @@ class Stepper:
         except Exception as exc:  # noqa: BLE001 - only out-of-memory is handled, the rest re-raised
             if not (self.recover and is_oom(exc, capped=self.cap_mb > 0)):
                 raise
-            return Failure(phase, one_line(exc, 200), memory_at(self.strategy.device))
+            return Failure(phase, one_line(exc, 200), memory_at(self.strategy.device),
+                           forensics=self.history.at_oom(step + 1))  # while the step's tensors still live
 
     def _no_sync(self, last: bool) -> contextlib.AbstractContextManager[Any]:
         if self.own_sync or (self.ddp and not last):
@@ -202,15 +207,17 @@ class Stepper:
         self.optimizer.zero_grad(set_to_none=True)
         free(self.strategy.device)
         if self.micro_batch <= 1:
-            raise OutOfMemory(f"out of memory at a micro-batch of 1 on {self.strategy.device} "
-                              f"(step {step + 1}, {failure.phase}): {failure.cause}", hint=self._hint())
+            error = OutOfMemory(f"out of memory at a micro-batch of 1 on {self.strategy.device} "
+                                f"(step {step + 1}, {failure.phase}): {failure.cause}", hint=self._hint())
+            error.event_fields = {"memory": failure.memory, **failure.forensics}
+            raise error
         self.micro_batch //= 2
         self.recoveries += 1
         world = self.strategy.world_size
         self.emit("oom_recovered", micro_batch=self.micro_batch, accumulate=self.accumulate,
                   batch_size=self.batch * world, step=step + 1, device=str(self.strategy.device),
                   phase=failure.phase, cause=failure.cause, memory=failure.memory,
-                  failed_ranks=failure.ranks, world_size=world)
+                  failed_ranks=failure.ranks, world_size=world, **failure.forensics)
 
     def _hint(self) -> str:
         cap = f"raise train.max_memory_mb (now {self.cap_mb}), " if self.cap_mb else ""
