@@ -155,9 +155,16 @@ def _warning(run: RunState, e: Event, t: float) -> None:
 
 
 def _oom(run: RunState, e: Event, t: float) -> None:
-    detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("v", "t", "run", "type"))
-    text = f"out of memory, recovered ({detail})" if detail else "out of memory, recovered"
-    run.notes.append(Note(t, "warning", text))
+    if "micro_batch" not in e:  # an older or foreign writer: show what it said
+        detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("v", "t", "run", "type"))
+        run.notes.append(Note(t, "warning", f"out of memory, recovered ({detail})" if detail else
+                              "out of memory, recovered"))
+        return
+    ranks = f", ranks {e['failed_ranks']}" if e.get("failed_ranks") else ""
+    where = f"{e.get('phase', '?')} on {e.get('device', '?')}{ranks}"
+    text = (f"out of memory at step {e.get('step')} ({where}): micro-batch {e['micro_batch']} "
+            f"x {e.get('accumulate', '?')} keeps batch {e.get('batch_size', '?')}")
+    run.notes.append(Note(t, "warning", text, str(e.get("cause") or "")))
 
 
 def _final(run: RunState, e: Event, t: float) -> None:
