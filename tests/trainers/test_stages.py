@@ -38,7 +38,9 @@ def test_split_points_are_checked() -> None:
             stages.check_split_points(bad, 10)
 
 
-@pytest.mark.parametrize("name", ["small_cnn", "resnet18", "vgg11"])
+# densenet: F.relu + F.adaptive_avg_pool2d steps; shufflenet: x.mean([2, 3]); squeezenet: flatten last
+@pytest.mark.parametrize("name", ["small_cnn", "resnet18", "vgg11", "densenet121", "shufflenet_v2_x0_5",
+                                  "squeezenet1_1"])
 def test_pipeline_computes_what_the_model_computes(name: str) -> None:
     torch.manual_seed(0)
     make = (lambda: models.small_cnn((3, 32, 32), 10)) if name == "small_cnn" else (
