@@ -47,6 +47,7 @@ class Result:
     name: str
     status: str
     figure: str
+    snapshot: str = ""  # a text picture that goes with it (the devices pane)
 
 
 @dataclass
@@ -240,7 +241,7 @@ def pane_result(name: str, devices: Any, labels: dict[str, str], label: str) -> 
     text = pane_text(devices, labels)
     print(text)
     return Result(name, "PASS" if label in text else "FAIL", f"{len(text.splitlines())} lines, "
-                  f"{'names' if label in text else 'does not name'} the run")
+                  f"{'names' if label in text else 'does not name'} the run", snapshot=text)
 
 
 def pane_text(devices: Any, labels: dict[str, str], width: int = 80) -> str:
@@ -322,6 +323,7 @@ def report(about: str, gpus: int, results: list[Result], seconds: float) -> str:
         "# GPU check", "", GPU_MARK if gpus > 0 else "<!-- gpu-check: none -->", "",
         f"{when}: {about}.", "", intro, "", "| check | result | figure |", "| --- | --- | --- |", *rows,
         "", "```", *(line(r) for r in results), "```", "",
+        *(f"{r.name}:\n\n```\n{r.snapshot.rstrip()}\n```\n" for r in results if r.snapshot),
     ])
 
 
