@@ -23,7 +23,6 @@ from console import hangup
 from console.run_actions import RunActions
 from console.screens.help_screen import HelpScreen
 from console.screens.start_screen import StartScreen
-from console.services import gpu
 from console.services.tailer import RunsRead, Tailer
 from console.state import RANKINGS, Board, build_view, plot_view
 from console.widgets.runs_table import RunsTable
@@ -31,6 +30,7 @@ from trainers import protocol
 
 if TYPE_CHECKING:
     from console.screens.main_screen import MainScreen
+    from console.services import gpu
 
 FRAME_S = 0.1  # at most 10 frames a second, and none when nothing changed
 PLOT_S = 0.5  # the plot (the costliest pane) at most twice a second
@@ -63,7 +63,7 @@ class TrainConsole(RunActions, App[None]):
         super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         self.home = home or protocol.home()
         (self.home / "runs").mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.sampler = sampler or gpu.NvmlSampler()
+        self.sampler = sampler  # None: NVML, set up with the dashboard (not for the first frame)
         self.clock = clock
         self.board = Board()  # the app's own: the tailer thread hands it updates in RunsRead messages
         self.tailer = Tailer(self.home, self.post_message, on_error=self._tailer_failed)
@@ -217,10 +217,13 @@ class TrainConsole(RunActions, App[None]):
     @work(thread=True, exclusive=True, group="devices", exit_on_error=False)
     def sample_devices(self) -> None:
         """Sample device memory at <= 2 Hz in a thread (NVML calls can block)."""
+        from console.services import gpu  # psutil, and NVML when there is a GPU
+
         worker = get_current_worker()
+        sampler = self.sampler = self.sampler or gpu.NvmlSampler()
         while not (worker.is_cancelled or self._stopping.is_set()):
             try:
-                devices = self.sampler.sample(gpu.families(self._leaders))
+                devices = sampler.sample(gpu.families(self._leaders))
             except Exception as e:  # a sampler failure is shown in the pane; sampling goes on
                 devices = gpu.Devices(note=f"device sampling failed: {type(e).__name__}: {e}")
             if worker.is_cancelled or self._stopping.is_set():
