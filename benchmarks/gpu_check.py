@@ -73,6 +73,14 @@ class Run:
         return failed.get("cause") or (tail[0] if tail else f"exit code {self.code}")
 
 
+def installed(module: str) -> bool:
+    """Whether `module` can be imported here (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def make_run(name: str, **sections: dict[str, Any]) -> RunDir:
     """A run directory under $TRAINCONSOLE_HOME with BASE + `sections` as its config."""
     config = defaults()
@@ -196,7 +204,7 @@ CHECKS: list[tuple[str, Callable[[int], Result]]] = [
 def check_nvml_and_pane(gpus: int) -> list[Result]:
     """The sampler's per-process reading of a live run, mapped to that run; then the pane drawing it."""
     names = ("NVML sampler: per-process memory mapped to the run", "devices pane shows it")
-    missing = [m for m in ("psutil", "pynvml") if importlib.util.find_spec(m) is None]
+    missing = [m for m in ("psutil", "pynvml") if not installed(m)]
     if missing:
         why = f"SKIPPED ({', '.join(missing)} not installed: pip install psutil nvidia-ml-py)"
         return [Result(names[0], "SKIPPED", why), Result(names[1], "SKIPPED", why)]
@@ -235,7 +243,7 @@ def sample_live_run() -> tuple[Any, str]:
 
 
 def pane_result(name: str, devices: Any, labels: dict[str, str], label: str) -> Result:
-    if importlib.util.find_spec("textual") is None:
+    if not installed("textual"):
         return Result(name, "SKIPPED", "textual is not installed here, and the devices pane is a Textual "
                       "widget: the reading above is what it draws")
     text = pane_text(devices, labels)
@@ -292,7 +300,7 @@ def run_checks(gpus: int) -> list[Result]:
     if gpus <= 0:
         why = "(no GPU)" if gpus == 0 else "(torch cannot be imported)"
         return [Result(name, "SKIPPED", why) for name in every]
-    missing = [m for m in RUN_NEEDS if importlib.util.find_spec(m) is None]
+    missing = [m for m in RUN_NEEDS if not installed(m)]
     if missing:  # the trainer itself cannot start: say so once per check instead of failing each run
         why = f"({', '.join(missing)} not installed: the trainer needs it; pip install {' '.join(missing)})"
         return [Result(name, "SKIPPED", why) for name in every]
