@@ -47,3 +47,33 @@ def test_the_devices_pane_snapshot_names_the_run() -> None:
     devices = SimulatedGpus(count=1, runs=["run-1"]).sample({"run-1": {1}})
     text = gpu_check().pane_text(devices, {"run-1": "gpu-nvml"})
     assert "GPU0" in text and "gpu-nvml" in text and "Simulated H100" in text
+
+
+HIDE_TEXTUAL = """
+import importlib.abc, sys
+class Hide(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "textual":
+            raise ModuleNotFoundError(name)
+sys.meta_path.insert(0, Hide())
+sys.path.insert(0, "benchmarks")
+import gpu_check
+from console.services.gpu import SimulatedGpus
+devices = SimulatedGpus(count=1, runs=["run-1"]).sample({"run-1": {1}})
+result = gpu_check.pane_result("pane", devices, {"run-1": "gpu-nvml"}, "gpu-nvml")
+print(result.status, result.figure)
+"""
+
+
+def test_the_devices_pane_draws_without_textual_like_with_it() -> None:
+    """A GPU box's python has no Textual: the pane's own render() still draws, the same text."""
+    pytest.importorskip("textual")
+    from console.services.gpu import SimulatedGpus
+
+    done = subprocess.run([sys.executable, "-c", HIDE_TEXTUAL], capture_output=True, text=True, timeout=60,
+                          cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    assert "PASS drawn by its own render(), without Textual" in done.stdout
+    devices = SimulatedGpus(count=1, runs=["run-1"]).sample({"run-1": {1}})
+    with_textual = gpu_check().pane_text(devices, {"run-1": "gpu-nvml"})
+    assert with_textual.strip() and with_textual.strip() in done.stdout
