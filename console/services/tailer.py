@@ -32,6 +32,8 @@ BUDGET = 4 * CHUNK
 #: Events waiting for the app beyond which the thread stops reading until the app has taken them.
 MAX_PENDING = 200_000
 LAUNCH_GRACE_S = 10.0
+#: After new runs' rows go out, their histories wait this long: the rows are drawn before they compete.
+HOLD_S = 0.3
 
 
 class RunsRead(Message):
@@ -46,9 +48,11 @@ class Tailer:
     """Follows every run under `root/runs` from a daemon thread and posts `RunsRead` messages."""
 
     def __init__(self, root: os.PathLike[str], post: Callable[[RunsRead], object], poll: float = 0.025,
-                 scan_every: float = 1.0, on_error: Callable[[str], None] = lambda text: None) -> None:
+                 scan_every: float = 1.0, on_error: Callable[[str], None] = lambda text: None,
+                 hold: float = HOLD_S) -> None:
         self.root, self.post, self.on_error = os.fspath(root), post, on_error
-        self.poll, self.scan_every = poll, scan_every
+        self.poll, self.scan_every, self.hold = poll, scan_every, hold
+        self._hold_until = 0.0
         self.loaded = threading.Event()  # set once every run's history has been read and posted
         self.tracked: dict[str, TrackedRun] = {}
         self._pending: dict[str, RunUpdate] = {}
@@ -106,7 +110,8 @@ class Tailer:
         behind = self._read_live(news)
         behind = self._read_history(news, BUDGET) or behind
         changed = [u for u in news if u is not None]
-        self._send(changed, loaded=not behind)
+        pending = any(not t.seen or t.backfill is not None for t in self.tracked.values())
+        self._send(changed, loaded=not (behind or pending))
         return bool(changed), behind
 
     def _send(self, news: list[RunUpdate], loaded: bool) -> None:
@@ -156,7 +161,8 @@ class Tailer:
         return behind
 
     def _read_history(self, news: list[RunUpdate | None], budget: int) -> bool:
-        """First tails of new runs (newest first), else slices of histories. Returns whether any is left."""
+        """First tails of new runs (newest first), else slices of histories. Returns whether to come back
+        at once (more to read and nothing to wait for)."""
         fresh = [t for t in self.tracked.values() if not t.seen]
         for t in fresh:
             if budget <= 0:
@@ -164,14 +170,17 @@ class Tailer:
             update, used = t.first_read()
             news.append(update)
             budget -= used
-        if fresh:  # their rows go out now; their histories from the next pass on
-            return any(t.backfill is not None for t in self.tracked.values()) or budget <= 0
+        if fresh:  # their rows go out now; their histories a little later
+            self._hold_until = time.monotonic() + self.hold
+            return False
+        if time.monotonic() < self._hold_until:
+            return False
         for t in list(self.tracked.values()):
             while t.backfill is not None and budget > 0:
                 update, used = t.backfill_step(budget)
                 news.append(update)
                 budget -= max(used, 1)
-        return any(not t.seen or t.backfill is not None for t in self.tracked.values())
+        return any(t.backfill is not None for t in self.tracked.values())
 
     def _refresh(self, t: TrackedRun) -> RunUpdate | None:
         """Re-read a changed run.json, and check whether an unfinished run's process still lives."""

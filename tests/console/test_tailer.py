@@ -34,7 +34,7 @@ class App:
 
 def tailer(home: Path) -> tuple[Tailer, Board, list[RunsRead]]:
     app = App()
-    app.tailer = Tailer(home, app.post)
+    app.tailer = Tailer(home, app.post, hold=0.0)
     return app.tailer, app.board, app.messages
 
 
@@ -144,7 +144,7 @@ def finished(run_id: str, steps: int, per_epoch: int = 1000) -> bytes:
 def read_all(t: Tailer, limit: int = 10_000) -> int:
     """Poll until nothing is left to read; returns how many passes it took."""
     for passes in range(1, limit):
-        if not t.poll_once()[1]:
+        if not t.poll_once()[1] and t.loaded.is_set():
             return passes
     raise AssertionError("the tailer never caught up")
 
