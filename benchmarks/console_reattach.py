@@ -3,7 +3,9 @@
 Three times per log size, from just before `exec` of the console: its first frame, the runs table right
 (a frame on screen whose row shows `finished` and the last epoch), and the whole history plotted (the
 first plot drawn after the backfilled state, every step in it, was taken). Each size is measured with
-orjson and with the stdlib json parser (`--parsers`), alternately, `--repeat` times; medians are printed.
+orjson and with the stdlib json parser (`--parsers`), alternately, `--repeat` times; medians are printed,
+with the console process's CPU seconds (all threads) at each point: on a shared, busy machine they move
+much less than the wall times.
 
     .venv/bin/python benchmarks/console_reattach.py --events 100000 500000 1000000 --repeat 3
 """
@@ -17,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from console_common import Console, machine
 
@@ -67,8 +70,21 @@ def console(result: Path, t0: float, events: int, parser: str) -> None:
     epoch = str(events // PER_EPOCH)
     times: dict[str, float] = {}
 
+    def mark(what: str) -> None:
+        """Wall seconds since exec, and the process's CPU seconds (all threads) by then, once each."""
+        if what not in times:
+            times[what], times[what + "_cpu"] = time.time() - t0, time.process_time()
+
     class Timed(TrainConsole):
         CSS_PATH = str(Path(sys.modules[TrainConsole.__module__].__file__ or "").with_name("app.tcss"))
+
+        async def open_dashboard(self) -> None:
+            await super().open_dashboard()
+            mark("dashboard")
+
+        def on_runs_read(self, message: Any) -> None:
+            mark("first_read")
+            super().on_runs_read(message)
 
         def draw_frame(self) -> None:
             super().draw_frame()
@@ -76,7 +92,7 @@ def console(result: Path, t0: float, events: int, parser: str) -> None:
             if "row" not in times and RUN in self._labels:
                 status, shown = table.get_cell(RUN, "status"), str(table.get_cell(RUN, "epoch"))
                 if str(status) == "finished" and shown.split("/")[0] == epoch:
-                    self.call_after_refresh(lambda: times.setdefault("row", time.time() - t0))
+                    self.call_after_refresh(mark, "row")
 
         def draw_plot(self) -> None:
             super().draw_plot()
@@ -85,7 +101,7 @@ def console(result: Path, t0: float, events: int, parser: str) -> None:
                 self.call_after_refresh(self._plotted)
 
         def _plotted(self) -> None:
-            times["plot"] = time.time() - t0
+            mark("plot")
             result.write_text(json.dumps(times))
             self.exit()
 
@@ -136,6 +152,8 @@ def main() -> None:
             out[f"{name}_first_frame_s"] = round(statistics.median(t["frame"] for t in times), 2)
             out[f"{name}_row_s"] = round(statistics.median(t["row"] for t in times), 2)
             out[f"{name}_plot_s"] = round(statistics.median(t["plot"] for t in times), 2)
+            for what in ("dashboard", "row", "plot"):
+                out[f"{name}_{what}_cpu_s"] = round(statistics.median(t[what + "_cpu"] for t in times), 2)
         out["machine"] = machine()
         print(json.dumps(out), flush=True)
 
