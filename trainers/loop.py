@@ -19,7 +19,7 @@ from .meter import StepMeter
 from .optim import LrSchedule
 from .strategies import Strategy, make_strategy
 from .tb_export import TensorBoardExport
-from .troubles import memory_cap, precision_probe
+from .troubles import batch_finder, memory_cap, precision_probe
 from .troubles.leaks import LeakWatch
 from .troubles.stepper import Stepper
 
@@ -48,6 +48,7 @@ class Outcome:
 
 def run(config: Config, run_dir: Any, events: Emitter, stop: Stop, resume: str | None = None) -> Outcome:
     """Train as configured, through the strategy's launcher (one process, or one per device)."""
+    config = batch_finder.resolve(config)  # train.batch_size = "auto": measured once, for every rank
     strategy = make_strategy(config)
     return strategy.launch(train, config, run_dir, events, stop, resume)
 
@@ -107,7 +108,8 @@ class Training:
         cap = memory_cap.apply(self.config["train"]["max_memory_mb"], self.strategy.device)  # after setup
         self.emit_node("started", **setup.started_fields(self.strategy, self.config, self.parts),
                        resumed_from_step=resumed_from, start_epoch=self.start_epoch, memory_cap=cap,
-                       micro_batch=self.stepper.micro_batch)
+                       micro_batch=self.stepper.micro_batch,
+                       batch_finder=self.config["train"].get("batch_finder"))
         for warning in self.strategy.warnings:  # e.g. dp on fewer than 2 GPUs, model_parallel on the CPU
             self.emit("warning", **warning)
         precision_probe.check(self.model, self.parts.split.train, self.strategy, self.parts.precision,

@@ -122,3 +122,31 @@ def test_memory_history_on_cpu_is_accepted_and_reported_unavailable(tc_home: Pat
     (warning,) = [e for e in events(run, "warning") if e["code"] == "memory_history_unavailable"]
     assert "not available on cpu" in warning["message"]
     assert not list(run.path.glob("memory_snapshot*"))
+
+
+def test_search_doubles_then_bisects() -> None:
+    from trainers.troubles.batch_finder import search
+
+    tried: list[int] = []
+
+    def fits(batch: int) -> bool:
+        tried.append(batch)
+        return batch <= 100
+
+    assert search(fits, 1000) == 100 and tried[:8] == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert search(lambda b: True, 300) == 300 and search(lambda b: False, 300) == 0
+
+
+@pytest.mark.slow
+def test_auto_batch_size_finds_what_fits_under_the_cap(tc_home: Path) -> None:
+    config = capped_config(100)
+    config["train"].update(batch_size="auto", max_steps=3)
+    code, run = run_config(tc_home, config)
+    assert code == 0 and run_status(run) == "finished", run.stderr.read_text()
+    started = events(run, "started")[0]
+    finder = started["batch_finder"]
+    fitted = [b for b, ok in finder["trials"] if ok]
+    failed = [b for b, ok in finder["trials"] if not ok]
+    assert failed and max(fitted) < min(failed)  # it ran into the cap and stayed under it
+    assert started["batch_size"] == finder["per_process"] == int(max(fitted) * 0.9)
+    assert not events(run, "oom_recovered")  # the margin holds in the run itself

@@ -56,6 +56,11 @@ def _fraction(v: float) -> str | None:
     return None if 0 < v < 1 else "must be between 0 and 1 (exclusive)"
 
 
+def _batch_size(v: int | str) -> str | None:
+    ok = v == "auto" or (isinstance(v, int) and v >= 1)
+    return None if ok else "must be an integer >= 1 or 'auto'"
+
+
 def _model_name(v: str) -> str | None:
     if v in BUILTIN_MODELS or v in TORCHVISION_CLASSIFIERS or _plugin_ok(v):
         return None
@@ -104,7 +109,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
     "train": {
         "epochs": Field(int, 5, _at_least(1)),
-        "batch_size": Field(int, 64, _at_least(1)),
+        "batch_size": Field((int, str), 64, _batch_size, "a number, or 'auto': the largest that fits"),
         "lr": Field(float, 0.05, _positive),
         "optimizer": Field(str, "sgd", _one_of("sgd", "adam", "adamw")),
         "momentum": Field(float, 0.9, _at_least(0)),

@@ -1,0 +1,136 @@
+"""`train.batch_size = "auto"`: before training, the largest per-process batch that fits.
+
+Doubles from 1 until a training step (forward, backward, optimizer step) runs out of memory or the
+batch reaches the process's share of the training set, then bisects between the last fit and the first
+failure, and keeps `MARGIN` of the result (memory varies from step to step). One step per trial (the
+Lightning finder takes 3; accelerate halves a failing batch instead of searching up).
+
+It runs once, in the run's main process, before the strategy is built, on the device the run's first
+process will use and under `train.max_memory_mb` (lifted again afterwards): every DDP rank then gets the
+same per-process batch, and the global `train.batch_size` becomes that times the world size. The result
+and the trials go into the `started` event (`batch_finder`).
+"""
+
+from __future__ import annotations
+
+import copy
+import resource
+import time
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from .. import data, models
+from ..optim import Precision, make_optimizer
+from ..strategies.devices import resolve as resolve_devices
+from . import memory_cap
+from .oom import free, is_oom
+
+Config = dict[str, dict[str, Any]]
+MARGIN = 0.9
+
+
+def resolve(config: Config) -> Config:
+    """`config` with `train.batch_size = "auto"` replaced by the found global batch (else unchanged)."""
+    if config["train"]["batch_size"] != "auto":
+        return config
+    spec = config["strategy"]
+    devices = resolve_devices(config) if spec["name"] in ("ddp", "dp") else None
+    world = spec["nnodes"] * len(devices) if spec["name"] == "ddp" and devices else 1
+    device = _device(config)
+    start = time.monotonic()
+    found, trials = find(config, device, world)
+    resolved = copy.deepcopy(config)
+    resolved["train"]["batch_size"] = found * world
+    resolved["train"]["batch_finder"] = {"per_process": found, "world_size": world, "device": str(device),
+                                        "trials": trials, "seconds": round(time.monotonic() - start, 2)}
+    return resolved
+
+
+def find(config: Config, device: torch.device, world: int) -> tuple[int, list[list[int]]]:
+    """(per-process batch, [[batch, fits 0/1], ...]) for a training step of this config on `device`."""
+    split = data.build(config)
+    limit = max(1, len(split.train) // world)
+    model = models.build(config, split.num_classes, split.input_shape).to(device)
+    optimizer = make_optimizer(model, config["train"])
+    precision = Precision(config["train"]["precision"], device, lambda **_: None)
+    pool = torch.stack([split.train[i][0] for i in range(min(limit, 256))])
+    trials: list[list[int]] = []
+
+    def fits(batch: int) -> bool:
+        ok = _trial(model, optimizer, precision, pool, batch, device, config["train"]["max_memory_mb"] > 0)
+        trials.append([batch, int(ok)])
+        return ok
+
+    with _capped(config["train"]["max_memory_mb"], device):
+        low = search(fits, limit)
+    return (max(1, int(low * MARGIN)) if low < limit else limit), trials
+
+
+def search(fits: Any, limit: int) -> int:
+    """The largest batch <= `limit` for which `fits(batch)` (0 if not even 1): double, then bisect."""
+    low, high = 0, 1
+    while high <= limit and fits(high):
+        low, high = high, high * 2
+    if low == 0:
+        return 0
+    if high > limit:  # every doubling up to the limit fitted: try the limit itself
+        if low == limit or fits(limit):
+            return limit
+        high = limit
+    while high - low > max(1, low // 20):  # bisect to within 5 %
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    return low
+
+
+def _trial(model: torch.nn.Module, optimizer: torch.optim.Optimizer, precision: Precision,
+           pool: torch.Tensor, batch: int, device: torch.device, capped: bool) -> bool:
+    """Whether one training step at `batch` runs without running out of memory."""
+    failed = False
+    try:
+        x = pool.repeat((batch + len(pool) - 1) // len(pool), *[1] * (pool.dim() - 1))[:batch].to(device)
+        y = torch.zeros(batch, dtype=torch.long, device=device)
+        optimizer.zero_grad(set_to_none=True)
+        with precision.autocast():
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    except Exception as exc:  # noqa: BLE001 - only out-of-memory means "does not fit"
+        if not is_oom(exc, capped):
+            raise
+        failed = True
+    optimizer.zero_grad(set_to_none=True)
+    free(device)
+    return not failed
+
+
+def _device(config: Config) -> torch.device:
+    """The device the run's first process trains on."""
+    devices = resolve_devices(config) if config["strategy"]["name"] != "single" else None
+    if devices:
+        return devices[0]
+    from ..strategies.single import pick_device
+
+    return pick_device(config["strategy"]["accelerator"], config["strategy"]["devices"])
+
+
+class _capped:
+    """`train.max_memory_mb` for the probe, and the previous CPU limit back afterwards (the ranks and
+    the run set their own)."""
+
+    def __init__(self, cap_mb: int, device: torch.device) -> None:
+        self.cap_mb, self.device = cap_mb, device
+        self.saved = resource.getrlimit(resource.RLIMIT_DATA)
+
+    def __enter__(self) -> None:
+        memory_cap.apply(self.cap_mb, self.device)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.device.type == "cpu":
+            resource.setrlimit(resource.RLIMIT_DATA, self.saved)
+        elif self.cap_mb:
+            torch.cuda.set_per_process_memory_fraction(1.0, self.device)
