@@ -60,6 +60,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def trial_line(event: Event) -> str:
+    """A tune trial's state on one line: `trial #3 stopped_early @2  val_acc=0.91  lr=0.01 batch_size=64`."""
+    metrics = "  ".join(f"{k}={_short(v)}" for k, v in (event.get("metrics") or {}).items())
+    config = " ".join(f"{k}={_short(v)}" for k, v in (event.get("config") or {}).items())
+    cause = f"  {event['cause']}" if event.get("cause") else ""
+    return (f"  trial #{event.get('number', '?')} {event.get('status')} @{event.get('iteration', 0)}  "
+            f"{metrics}  {config}{cause}").rstrip()
+
+
 class Progress:
     """`run --wait` progress: a live line on a terminal, a line per epoch otherwise."""
 
@@ -73,6 +82,9 @@ class Progress:
         if kind == "step" and self.live:
             self.out.write(f"\r  epoch {event.get('epoch')} step {event.get('step')} "
                            f"loss {event.get('loss', 0):.4f}  {event.get('samples_per_s', 0):.0f} samples/s ")
+            self.out.flush()
+        elif kind == "trial" and event.get("status") not in ("running", "pending"):  # a trial's end
+            self.out.write(("\r\033[K" if self.live else "") + trial_line(event) + "\n")
             self.out.flush()
         elif kind in ("started", "eval", "checkpoint", "warning", "failed", "finished", "stopped", "killed"):
             self.out.write(("\r\033[K" if self.live else "") + describe(event) + "\n")

@@ -76,6 +76,7 @@ def test_random_asha_search_reports_every_trial_a_failing_one_is_error_and_best_
     run_id, out = tune("tune_digits_random_asha.toml", "tune.num_samples=1", "tune.max_t=2",
                        "tune.space.model.num_classes={grid=[10, 4]}")
     assert out.returncode == 0, out.stderr
+    assert "trial #" in out.stderr and " error @0" in out.stderr  # --wait shows how each trial ended
     events = logged(run_id)
     by_trial = trials(events)
     assert len(by_trial) == 2

@@ -83,14 +83,15 @@ class TrialEvents(tune.Callback):
     def write(self, trials: list[Any], trial: Any, status: str, result: dict[str, Any] | None = None,
               **extra: Any) -> None:
         """One `trial` event: id, number (1..n), searched values (short names), status, iteration,
-        metrics and memory."""
+        metrics, memory (the worker's) and time_s (the trial's own time so far: set-up and epochs, not
+        the worker's start or imports)."""
         result = result if result is not None else (trial.last_result or {})
         fields = {
             "trial_id": trial.trial_id, "number": _number(trials, trial), "status": status,
             "config": {self.names.get(k, k): plain(k, v) for k, v in (trial.config or {}).items()},
             "iteration": int(result.get("training_iteration") or 0),
             "metrics": metrics(trial, result),
-            "mem": result.get("mem") or {}, **extra,
+            "mem": result.get("mem") or {}, "time_s": _seconds(result.get("train_s")), **extra,
         }
         self.seen[trial.trial_id] = status
         if self._writer is None:
@@ -120,6 +121,10 @@ def mark_unfinished_stopped(events: EventWriter) -> None:
         if event.get("status") in ("pending", "running", "paused"):
             fields = {k: v for k, v in event.items() if k not in ("v", "t", "run", "type")}
             events.emit("trial", **{**fields, "status": "stopped"})
+
+
+def _seconds(value: Any) -> float | None:
+    return round(float(value), 3) if isinstance(value, (int, float)) else None
 
 
 def _number(trials: list[Any], trial: Any) -> int:

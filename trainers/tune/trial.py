@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ class TrialReport:
     """The loop's event sink in a trial: keeps the epoch's metrics and reports them with last.pt."""
 
     def __init__(self, files: TrialFiles) -> None:
-        self.files = files
+        self.files, self.began = files, time.monotonic()
         self.metrics: dict[str, Any] = {}
         self.mem: dict[str, Any] = {}
 
@@ -69,7 +70,8 @@ class TrialReport:
                                 val_acc=fields.get("val_acc"))
         elif kind == "checkpoint" and not fields.get("is_best"):
             checkpoint = tune.Checkpoint.from_directory(str(self.files.last_ckpt.parent))
-            tune.report({**self.metrics, "mem": self.mem, "pid": os.getpid()}, checkpoint=checkpoint)
+            own = {"mem": self.mem, "pid": os.getpid(), "train_s": time.monotonic() - self.began}
+            tune.report({**self.metrics, **own}, checkpoint=checkpoint)
 
 
 def train_trial(sampled: dict[str, Any], tune_config: dict[str, Any], run_path: str) -> None:
@@ -102,8 +104,8 @@ def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: Tri
     files.last_ckpt.parent.mkdir(parents=True, exist_ok=True)
     from .. import loop  # torch: imported once per worker, reused by the next trial (reuse_actors)
 
-    strategy = loop.make_strategy(config)
-    loop.train(strategy, config, files, TrialReport(files), NeverStop(), resume_from(files))
+    report = TrialReport(files)  # its clock starts after the imports: train_s is the training's own time
+    loop.train(loop.make_strategy(config), config, files, report, NeverStop(), resume_from(files))
 
 
 def resume_from(files: TrialFiles) -> str | None:
