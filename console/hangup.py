@@ -4,7 +4,7 @@ When a terminal hangs up, the kernel signals only the session's leader. A consol
 in the terminal's foreground group and gets SIGHUP when that shell exits; one started by `make run` in
 tmux does not (make's shell dies, make and the console do not), and Textual's input thread then reads
 EOF from the dead tty in a loop (select says readable, read returns nothing) at ~99% of a core, forever.
-So the console takes SIGHUP itself and also asks the tty, a few times a second, whether it is still
+So the console takes SIGHUP itself and also asks the tty, ten times a second, whether it is still
 there (`tcgetattr` fails with EIO once it has hung up). Runs are separate processes: they go on.
 """
 
@@ -18,8 +18,8 @@ import termios
 import threading
 from typing import Any
 
-CHECK_S = 0.25  # how often the tty is asked
-GRACE_S = 0.5  # after which the console exits without Textual's shutdown (it writes to the dead tty)
+CHECK_S = 0.1  # how often the tty is asked (one ioctl)
+GRACE_S = 0.3  # after which the console exits without Textual's shutdown (it writes to the dead tty)
 
 
 def watch(app: Any) -> None:
