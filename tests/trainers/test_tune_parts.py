@@ -1,0 +1,74 @@
+"""The tune driver's parts that need no running Ray: how a trial's end is named, its metrics, the stop of
+one trial, the events after a stopped search, and where Ray's temp dir goes."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from trainers.protocol import EventWriter, RunDir, read_all, request_trial_stop
+from trainers.tune import bridge, session
+
+TUNE = {"max_t": 4, "scheduler": "asha", "space": {"train.lr": {"uniform": [0.01, 0.1]},
+                                                  "train.batch_size": {"choice": [32, 64]}}}
+
+
+def trial(trial_id: str = "a_00000", iteration: int = 4, config: dict[str, Any] | None = None,
+          best: float | None = None) -> SimpleNamespace:
+    analysis = {"val_acc": {"max": best}} if best is not None else {}
+    return SimpleNamespace(trial_id=trial_id, config=config or {"train.lr": 0.05, "train.batch_size": 64.0},
+                           last_result={"training_iteration": iteration}, metric_analysis=analysis,
+                           status="TERMINATED")
+
+
+def test_a_trial_cut_before_max_t_is_stopped_early_one_the_console_stopped_is_stopped(tmp_path: Path) -> None:
+    events = bridge.TrialEvents(tmp_path, "run", TUNE)
+    assert events.ended_status(trial(iteration=4)) == "terminated"
+    assert events.ended_status(trial(iteration=2)) == "stopped_early"
+    request_trial_stop(RunDir(tmp_path), "a_00000")
+    assert events.ended_status(trial(iteration=2)) == "stopped"
+    assert bridge.TrialStopper(tmp_path)("a_00000", {}) is True
+    assert bridge.TrialStopper(tmp_path)("a_00001", {}) is False
+    without_asha = bridge.TrialEvents(tmp_path, "run", {**TUNE, "scheduler": "none"})
+    assert without_asha.ended_status(trial("b_00000", iteration=2)) == "terminated"
+
+
+def test_trial_events_carry_short_names_plain_values_and_the_best_accuracy_so_far(tmp_path: Path) -> None:
+    events = bridge.TrialEvents(tmp_path, "run", TUNE)
+    first, second = trial("a_00000", best=0.9), trial("a_00001")
+    result = {"training_iteration": 3, "val_acc": 0.8, "val_loss": 0.5, "train_loss": 0.4, "train_s": 1.25,
+              "mem": {"rss": 123}}
+    events.on_trial_result(0, [first, second], first, result)
+    (event,) = read_all(tmp_path / "events.jsonl")
+    assert event["type"] == "trial" and event["trial_id"] == "a_00000" and event["number"] == 1
+    assert event["config"] == {"lr": 0.05, "batch_size": 64}  # 64.0 sampled for an int key reads 64
+    assert event["status"] == "running" and event["iteration"] == 3 and event["time_s"] == 1.25
+    assert event["metrics"] == {"val_acc": 0.8, "val_loss": 0.5, "train_loss": 0.4, "best_val_acc": 0.9}
+    assert event["mem"] == {"rss": 123}
+
+
+def test_after_a_stopped_search_unfinished_trials_read_stopped(tmp_path: Path) -> None:
+    writer = EventWriter(tmp_path / "events.jsonl", "run")
+    for trial_id, status in (("a", "running"), ("b", "terminated"), ("c", "pending"), ("a", "running")):
+        writer.emit("trial", trial_id=trial_id, status=status, iteration=1)
+    bridge.mark_unfinished_stopped(writer)
+    added = read_all(tmp_path / "events.jsonl")[4:]
+    assert sorted((e["trial_id"], e["status"]) for e in added) == [("a", "stopped"), ("c", "stopped")]
+
+
+def test_ray_temp_dir_is_in_the_run_or_a_short_link_to_it(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 80) / "run"
+    deep.mkdir(parents=True)
+    link = session.temp_dir(deep)
+    assert link.is_symlink() and link.resolve() == (deep / "ray").resolve()
+    assert len(str(link)) <= session.MAX_TEMP_DIR
+    assert session.temp_dir(deep) == link  # made again on resume, same name
+    link.unlink()
+    short = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))
+    try:
+        assert session.temp_dir(short) == short.resolve() / "ray"
+    finally:
+        shutil.rmtree(short)
