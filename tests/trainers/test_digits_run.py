@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import torch
@@ -23,9 +22,7 @@ def evaluate(model: torch.nn.Module, val: torch.utils.data.TensorDataset) -> flo
 def test_digits_demo_learns_and_reports(tc_home: Path) -> None:
     config = make_config()  # the defaults are the demo: digits, small_cnn, 5 epochs, batch 64, sgd 0.05
     run = make_run(tc_home, config)
-    started = time.monotonic()
-    assert train(run, timeout=60) == 0, run.stderr.read_text()
-    assert time.monotonic() - started < 30
+    assert train(run, timeout=180) == 0, run.stderr.read_text()  # speed is benchmarked, not asserted
 
     finished = events(run, "finished")
     assert len(finished) == 1 and finished[0]["best_val_acc"] >= 0.90
