@@ -28,7 +28,7 @@ def device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     free.write_text("0")
     monkeypatch.setenv("TRAINCONSOLE_FREE_MB_FILE", str(free))
     monkeypatch.setenv("TRAINCONSOLE_QUEUE_POLL_S", "0.1")
-    monkeypatch.setenv("TRAINCONSOLE_QUEUE_SETTLE_S", "1")
+    monkeypatch.setenv("TRAINCONSOLE_QUEUE_SETTLE_S", "5")  # the running script takes the device within 5 s
     return free
 
 
