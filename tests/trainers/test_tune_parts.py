@@ -72,3 +72,14 @@ def test_ray_temp_dir_is_in_the_run_or_a_short_link_to_it(tmp_path: Path) -> Non
         assert session.temp_dir(short) == short.resolve() / "ray"
     finally:
         shutil.rmtree(short)
+
+
+def test_a_trial_sees_its_stop_request_within_a_second_and_no_other_trials(tmp_path: Path) -> None:
+    from trainers.tune.trial import StopRequest
+
+    mine, other = StopRequest(str(tmp_path), "a_00000"), StopRequest(str(tmp_path), "a_00001")
+    assert not mine.is_set() and not other.is_set()
+    request_trial_stop(RunDir(tmp_path), "a_00000")
+    assert not mine.is_set()  # looked less than a second ago: the hot loop does not touch the disk
+    mine.next_look = other.next_look = 0.0  # a second later
+    assert mine.is_set() and not other.is_set()

@@ -18,6 +18,7 @@ from typing import Any
 from ray import tune
 
 from ..guards import explain, traceback_tail
+from ..protocol import trial_stops_requested
 from ..protocol.tune_config import trial_run_config
 
 #: The metrics of each result that `trial` events carry (the driver adds best_val_acc).
@@ -45,18 +46,29 @@ class TrialFiles:
         return self.path / "best.pt"
 
 
-class NeverStop:
-    """The loop's stop flag in a trial: Tune stops trials itself, at `tune.report`."""
+class StopRequest:
+    """The loop's stop flag in a trial: set once the console asks to stop this trial (the request file,
+    looked at most once a second), so a long epoch need not end first. Tune stops trials itself (ASHA,
+    a stopped search) at `tune.report`; on another node the request file is not there and the driver's
+    stopper acts at the next result instead."""
+
+    def __init__(self, run_path: str, trial_id: str) -> None:
+        self.run_path, self.trial_id = run_path, trial_id
+        self.next_look, self.requested = 0.0, False
 
     def is_set(self) -> bool:
-        return False
+        now = time.monotonic()
+        if not self.requested and now >= self.next_look:
+            self.next_look = now + 1.0
+            self.requested = self.trial_id in trial_stops_requested(self.run_path)
+        return self.requested
 
 
 class TrialReport:
     """The loop's event sink in a trial: keeps the epoch's metrics and reports them with last.pt."""
 
-    def __init__(self, files: TrialFiles) -> None:
-        self.files, self.began = files, time.monotonic()
+    def __init__(self, files: TrialFiles, stop: StopRequest) -> None:
+        self.files, self.stop, self.began = files, stop, time.monotonic()
         self.metrics: dict[str, Any] = {}
         self.mem: dict[str, Any] = {}
 
@@ -68,7 +80,8 @@ class TrialReport:
         elif kind == "eval":
             self.metrics.update(epoch=fields.get("epoch"), val_loss=fields.get("val_loss"),
                                 val_acc=fields.get("val_acc"))
-        elif kind == "checkpoint" and not fields.get("is_best"):
+        elif kind == "checkpoint" and not fields.get("is_best") and not self.stop.requested:
+            # (a stopped trial's last checkpoint is mid-epoch, with the last epoch's metrics: no result)
             checkpoint = tune.Checkpoint.from_directory(str(self.files.last_ckpt.parent))
             own = {"mem": self.mem, "pid": os.getpid(), "train_s": time.monotonic() - self.began}
             tune.report({**self.metrics, **own}, checkpoint=checkpoint)
@@ -77,10 +90,11 @@ class TrialReport:
 def train_trial(sampled: dict[str, Any], tune_config: dict[str, Any], run_path: str) -> None:
     """Ray's trainable: train `tune_config`'s run config with the sampled values in place."""
     config, failure = None, None
-    files = TrialFiles(scratch_dir(run_path, tune.get_context().get_trial_id()))
+    trial_id = tune.get_context().get_trial_id()
+    files = TrialFiles(scratch_dir(run_path, trial_id))
     try:
         config = trial_run_config(tune_config, sampled)
-        train_config(config, tune_config, files)
+        train_config(config, tune_config, files, StopRequest(run_path, trial_id))
     except Exception as exc:  # noqa: BLE001 - Tune records the trial as ERROR with this cause
         why = explain(exc, config)
         failure = TrialFailed(why.cause, why.hint, traceback_tail(exc))
@@ -97,15 +111,16 @@ def scratch_dir(run_path: str, trial_id: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"trainconsole-{trial_id}-"))
 
 
-def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: TrialFiles) -> None:
+def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: TrialFiles,
+                 stop: StopRequest) -> None:
     """Train one trial's run config in this worker, reporting each epoch to Tune."""
     if not config["train"]["threads"]:  # one torch thread per reserved CPU: trials don't fight for cores
         config["train"]["threads"] = max(1, int(tune_config["tune"]["cpus_per_trial"]))
     files.last_ckpt.parent.mkdir(parents=True, exist_ok=True)
     from .. import loop  # torch: imported once per worker, reused by the next trial (reuse_actors)
 
-    report = TrialReport(files)  # its clock starts after the imports: train_s is the training's own time
-    loop.train(loop.make_strategy(config), config, files, report, NeverStop(), resume_from(files))
+    report = TrialReport(files, stop)  # its clock starts after the imports: train_s is the trial's own time
+    loop.train(loop.make_strategy(config), config, files, report, stop, resume_from(files))
 
 
 def resume_from(files: TrialFiles) -> str | None:
