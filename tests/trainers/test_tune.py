@@ -135,6 +135,21 @@ def tree(pid: int) -> dict[int, str]:
     return {p.pid: p.name() for p in [root, *root.children(recursive=True)]}
 
 
+LOOPBACK = ("127.0.0.1", "::ffff:127.0.0.1", "::1")
+
+
+def listening(pids: dict[int, str]) -> list[str]:
+    """The addresses these processes listen on (TCP)."""
+    found = []
+    for pid in pids:
+        try:
+            conns = psutil.Process(pid).net_connections(kind="inet")
+        except psutil.Error:
+            continue
+        found += [c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN]
+    return found
+
+
 def gone(pids: list[int]) -> bool:
     for pid in pids:
         try:
@@ -163,6 +178,7 @@ def test_stopping_one_trial_leaves_the_others_and_kill_leaves_no_ray_process(hom
     before = tree(info["pid"])
     names = " ".join(before.values())
     assert "raylet" in names and "gcs_server" in names and "ray::" in names, before
+    assert listening(before) and all(ip in LOOPBACK for ip in listening(before)), listening(before)
     began = time.monotonic()
     killed = cli("kill", run_id, timeout=60)
     assert killed.returncode == 0, killed.stderr

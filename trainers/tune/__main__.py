@@ -12,7 +12,7 @@ import time
 from .. import __main__ as run_main
 from ..protocol import ConfigError, EventWriter, RunDir
 from ..protocol.tune_config import load_tune
-from . import stopping
+from . import session, stopping
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -44,6 +44,8 @@ def search(run: RunDir, events: EventWriter, resume: bool) -> int:
     config = None
     try:
         config = load_tune(run.config)
+        if not config["tune"]["ray_address"]:
+            session.loopback_only()
         from .driver import run_search  # imports ray: after the config is known to be valid
 
         status = run_search(run, config, events, resume)

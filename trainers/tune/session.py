@@ -36,6 +36,12 @@ def temp_dir(run_path: Path) -> Path:
     return link
 
 
+def loopback_only() -> None:
+    """Give a local Ray 127.0.0.1 as its node address, so that every server it starts (GCS, raylet,
+    workers, agents) listens on loopback only. Ray reads this switch when it is imported: call first."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+
+
 def start(run_path: Path, tune_cfg: dict[str, Any], address: str) -> Path | None:
     """`ray.init` a local Ray (or join `address`); returns the temp dir it made, None when joining."""
     import ray
