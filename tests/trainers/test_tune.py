@@ -105,6 +105,18 @@ def test_random_asha_search_reports_every_trial_a_failing_one_is_error_and_best_
     assert len(evals) == 2 and evals[-1]["val_acc"] > 0.1
 
 
+def test_a_search_whose_every_trial_fails_is_failed_with_the_first_cause(home: Path) -> None:
+    run_id, out = tune("tune_digits_random_asha.toml", "tune.num_samples=1", "tune.max_t=1",
+                       "tune.space.model.num_classes={grid=[3]}")
+    assert out.returncode == 1, out.stderr
+    final = logged(run_id)[-1]
+    assert final["type"] == "failed" and final["errors"] == 1, final
+    assert final["cause"].startswith("no trial reported a result; first error: ") and "num_classes" in (
+        final["cause"] + final["hint"]), final
+    row = next(r for r in json.loads(cli("ls", "--json").stdout) if r["id"] == run_id)
+    assert row["status"] == "failed" and row["strategy"] == "tune:random"
+
+
 @pytest.mark.parametrize(
     ("example", "sets"),
     [

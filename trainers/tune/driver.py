@@ -27,7 +27,9 @@ def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -
     started = time.monotonic()
     temp = session.start(run.path, tune_cfg, address)
     try:
-        run.update_info(ray_temp_dir=str(temp) if temp else None, ray_address=address or "local")
+        with run.lock():  # `ls` shows the search in the strategy column
+            run.update_info(ray_temp_dir=str(temp) if temp else None, ray_address=address or "local",
+                            strategy=f"tune:{tune_cfg['search']}")
         events.emit("started", **started_fields(config, temp, time.monotonic() - started, resume))
         if stopping.requested():  # SIGTERM during ray.init: nothing ran yet
             events.emit("stopped", trials=0)
@@ -101,22 +103,23 @@ def report_end(grid: Any, tune_cfg: dict[str, Any], events: EventWriter) -> str:
         bridge.mark_unfinished_stopped(events)
         events.emit("stopped", **counts)
         return "stopped"
+    column = tune_cfg["metric"]
     try:
-        best = grid.get_best_result(metric=tune_cfg["metric"], mode=tune_cfg["mode"], scope="all")
+        best = grid.get_best_result(metric=column, mode=tune_cfg["mode"], scope="all")
     except RuntimeError:
         best = None
-    if best is None or best.metrics is None or not best.metrics.get("trial_id"):
+    value = None if best is None else _best(best.metrics_dataframe, column, tune_cfg["mode"])
+    if value is None:  # no trial reported the metric (Tune may still name an errored trial "best")
         first = next((r.error for r in grid if r.error is not None), None)
         cause, hint = bridge.cause_of(first) if first is not None else ("", "")
         cause = "no trial reported a result" + (f"; first error: {cause}" if cause else "")
         events.emit("failed", cause=cause,
                     hint=hint or "see the trials' errors (trainconsole logs ID)", **counts)
         return "failed"
-    column, frame = tune_cfg["metric"], best.metrics_dataframe
-    events.emit("finished", best_trial=best.metrics["trial_id"], metric=column,
-                best_value=_best(frame, column, tune_cfg["mode"]) or best.metrics.get(column),
+    acc = _best(best.metrics_dataframe, "val_acc", "max")  # val_acc too: `ls` shows the best accuracy
+    events.emit("finished", best_trial=best.metrics["trial_id"], metric=column, best_value=value,
                 best_config={names.get(k, k): plain(k, v) for k, v in best.config.items()},
-                best_val_acc=_best(frame, "val_acc", "max"), **counts)
+                best_val_acc=acc, val_acc=acc, **counts)
     return "finished"
 
 
