@@ -67,6 +67,10 @@ def test_ray_temp_dir_is_in_the_run_or_a_short_link_to_it(tmp_path: Path) -> Non
     assert len(str(link)) <= session.MAX_TEMP_DIR
     assert session.temp_dir(deep) == link  # made again on resume, same name
     link.unlink()
+    dangling = tmp_path / "tcray-gone"
+    dangling.symlink_to(tmp_path / "no-such-run")
+    session.sweep_dangling(tmp_path)
+    assert not dangling.is_symlink()
     short = Path(tempfile.mkdtemp(prefix="tc", dir="/tmp"))
     try:
         assert session.temp_dir(short) == short.resolve() / "ray"

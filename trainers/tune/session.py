@@ -29,11 +29,19 @@ def temp_dir(run_path: Path) -> Path:
     if len(str(inside)) <= MAX_TEMP_DIR:
         return inside
     digest = hashlib.sha1(str(inside).encode()).hexdigest()[:10]
+    sweep_dangling(Path(tempfile.gettempdir()))
     link = Path(tempfile.gettempdir()) / f"tcray-{digest}"
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(inside, target_is_directory=True)
     return link
+
+
+def sweep_dangling(folder: Path) -> None:
+    """Remove `tcray-*` links whose run directory is gone (left by killed searches since deleted)."""
+    for link in folder.glob("tcray-*"):
+        if link.is_symlink() and not link.exists():
+            link.unlink(missing_ok=True)
 
 
 def loopback_only() -> None:
