@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from trainers import protocol
-from trainers.protocol import Config, RunDir
+from trainers.protocol import Config, RunDir, tune_config
 
 from . import runs
 
@@ -18,22 +17,8 @@ def stop_trial(run: RunDir, trial_id: str) -> None:
 
 
 def trial_config(run: RunDir, searched: dict[str, Any]) -> Config:
-    """The tune run's base config with a trial's searched values, as a plain run config (no [tune]).
-
-    A searched key may be written in full (`train.lr`) or by its short name (`lr`) when that is unique
-    among the keys of `[tune.space]`.
-    """
-    with open(run.config, "rb") as f:
-        raw = tomllib.load(f)
-    space = raw.pop("tune", {}).get("space", {})
-    full = _full_names(list(space))
-    for key, value in searched.items():
-        name = key if "." in key else full.get(key)
-        if name is None:
-            raise protocol.ConfigError(f"trial config {key}", "a key of [tune.space]", key)
-        section, _, field = name.partition(".")
-        raw.setdefault(section, {})[field] = value
-    return protocol.validate(raw)
+    """The tune run's base config with a trial's searched values, as a plain run config (no [tune])."""
+    return tune_config.trial_run_config(tune_config.load_tune(run.config), searched)
 
 
 def train_trial(run: RunDir, number: int, searched: dict[str, Any], root: Path | None = None) -> RunDir:
@@ -41,11 +26,3 @@ def train_trial(run: RunDir, number: int, searched: dict[str, Any], root: Path |
     config = trial_config(run, searched)
     name = f"{run.read_info().get('name') or 'tune'}-trial{number}"
     return runs.launch(config, name=name, root=root)
-
-
-def _full_names(keys: list[str]) -> dict[str, str]:
-    shorts: dict[str, list[str]] = {}
-    for key in keys:
-        shorts.setdefault(key.rsplit(".", 1)[-1], []).append(key)
-        shorts.setdefault(key.replace(".", "_"), []).append(key)
-    return {short: names[0] for short, names in shorts.items() if len(names) == 1}
