@@ -55,8 +55,9 @@ class RunActions:
     @work(thread=True, group="runs", exit_on_error=False)
     def launch_run(self, config: protocol.Config) -> None:
         """Start a run detached (it outlives the console) and select it; a script run from the script form."""
-        kind = "script" if config["script"]["path"] else "train"
-        run = script_runs.start(config, kind=kind, root=self.home)
+        kind = "tune" if "tune" in config else "script" if config["script"]["path"] else "train"
+        name = f"tune-{config['model']['name']}-{config['data']['name']}" if kind == "tune" else ""
+        run = script_runs.start(config, name=name, kind=kind, root=self.home)
         self.call_from_thread(self._launched, run.id)
 
     def _launched(self, run_id: str) -> None:

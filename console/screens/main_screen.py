@@ -21,7 +21,7 @@ from console.widgets.run_form import RunForm
 from console.widgets.run_log import RunLog
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
-from trainers.protocol import Config
+from trainers.protocol import Config, tune_config
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
@@ -101,13 +101,14 @@ class MainScreen(Screen[None]):
 
     def action_load(self) -> None:
         """Ask for a config TOML and load it into the form."""
-        self.app.push_screen(PathScreen("Load a run config (TOML):", self.path), self._load)
+        self.app.push_screen(PathScreen("Load a run or tune config (TOML):", self.path), self._load)
 
     def _load(self, path: str | None) -> None:
         if not path:
             return
         try:
-            config = protocol.load(path)
+            tune = "tune" in protocol.config.read(path)
+            config = tune_config.load_tune(path) if tune else protocol.load(path)
         except protocol.ConfigError as e:
             self.notify(str(e), severity="error", timeout=8)
             return

@@ -20,6 +20,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
 from trainers.protocol import Config, ConfigError, apply_override, validate
+from trainers.protocol.tune_config import validate_tune
 
 #: (section, key, label, placeholder, choices for completion)
 FIELDS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
@@ -68,6 +69,11 @@ class RunForm(VerticalScroll):
         self.script_mode = bool(config.get("script", {}).get("path"))
 
     @property
+    def tune_mode(self) -> bool:
+        """A tune config was loaded: the fields are the trials' base config, launch starts the search."""
+        return "tune" in self.base and not self.script_mode
+
+    @property
     def fields(self) -> tuple[tuple[str, str, str, str, tuple[str, ...]], ...]:
         """The fields of the form now shown: the config's, or the script's and devices."""
         if not self.script_mode:
@@ -76,7 +82,7 @@ class RunForm(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         """A labelled input and an error line per field."""
-        yield Static(f"from {self.source}", id="form-source")
+        yield Static(self._source_text(), id="form-source")
         for section, key, label, hint, choices in FIELDS + SCRIPT_FIELDS:
             fid = field_id(section, key)
             with Horizontal(classes="field", id=f"row-{fid}"):
@@ -112,11 +118,18 @@ class RunForm(VerticalScroll):
         """Fill the form from a (validated) config."""
         self.base, self.source = copy.deepcopy(config), source
         self.script_mode = bool(config.get("script", {}).get("path"))
-        self.query_one("#form-source", Static).update(f"from {source}")
+        self.query_one("#form-source", Static).update(self._source_text())
         for section, key, *_ in FIELDS + SCRIPT_FIELDS:
             self.query_one(f"#{field_id(section, key)}", Input).value = _field_text(config, section, key)
         self._show_rows()
         self.check()
+
+    def _source_text(self) -> str:
+        tune = self.base.get("tune") if self.tune_mode else None
+        if not tune:
+            return f"from {self.source}"
+        return (f"tune: {tune['search']}, {tune['num_samples']} trial(s), {tune['mode']} {tune['metric']}"
+                f", {len(tune['space'])} key(s) searched\nfrom {self.source}")
 
     def raw(self) -> dict[str, Any]:
         """The loaded config with the form's fields applied (not yet validated)."""
@@ -146,7 +159,7 @@ class RunForm(VerticalScroll):
         config, whole = None, ""
         if not errors:
             try:
-                config = validate(raw)
+                config = validate_tune(raw) if self.tune_mode else validate(raw)
             except ConfigError as e:
                 errors[e.field] = whole = str(e)
         for section, key, *_ in self.fields:

@@ -122,3 +122,29 @@ async def test_t_on_a_finished_search_trains_the_best_config(finished_search: Pa
     assert runs.wait(run) == "finished"
     evals = [e for e in protocol.read_all(run.events) if e["type"] == "eval"]
     assert evals and evals[-1]["val_acc"] > 0.5  # it trained: digits, 3 epochs
+
+
+async def test_the_setup_pane_loads_a_tune_toml_and_launches_a_search(running_search: Path) -> None:
+    from console.services import runs
+    from console.widgets.run_form import RunForm
+
+    app = make_app(running_search)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        app.main._load("examples/tune_digits_grid.toml")
+        await pilot.pause()
+        form = app.main.query_one(RunForm)
+        assert form.tune_mode and "tune: grid" in str(form.query_one("#form-source").render())
+        config = form.check()
+        assert config is not None and config["tune"]["search"] == "grid"
+        before = {p.name for p in (running_search / "runs").iterdir()}
+        app.action_launch()
+        new = await until(pilot, lambda: {p.name for p in (running_search / "runs").iterdir()} - before, 20,
+                          "a tune run")
+    run = protocol.RunDir(running_search / "runs" / new.pop())
+    try:
+        assert json.loads(run.info_path.read_text())["kind"] == "tune"
+        assert "[tune]" in run.config.read_text()
+    finally:
+        assert runs.kill(run) == []
+    assert protocol.run_status(run) == "killed"
