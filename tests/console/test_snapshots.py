@@ -32,6 +32,8 @@ class TestWide:
             await pilot.pause()
             pilot.app.draw_frame()
             pilot.app.draw_plot()
+            await pilot.pause(0.2)  # the log pane scrolls to its end after the layout that follows
+            await pilot.pause()
 
         assert snap_compare(make_app(fixture_home, gpus=0), terminal_size=WIDE, run_before=before)
 
