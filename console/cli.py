@@ -8,13 +8,17 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from trainers import protocol
-from trainers.protocol.tune_config import load_tune
 
-from . import render, run_options
-from .services import runs, script_runs
+from . import run_options
+
+if TYPE_CHECKING:
+    from trainers.protocol.tune_config import load_tune
+
+    from . import render
+    from .services import runs, script_runs
 
 USAGE_ERROR = 2
 
@@ -67,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.script_args = script_args
     if args.command is None:
         return open_console()
+    _import_commands()
     # Plug-ins named in configs resolve from the working directory, as with `python -m`.
     sys.path.insert(0, os.getcwd())
     try:
@@ -76,6 +81,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted; runs keep going in the background", file=sys.stderr)
         return 130
+
+
+def _import_commands() -> None:
+    """The headless commands' modules (psutil, subprocess, the tune schema), imported only when a command
+    runs: the console's first frame waits for none of them."""
+    global load_tune, render, runs, script_runs
+    from trainers.protocol.tune_config import load_tune
+
+    from . import render
+    from .services import runs, script_runs
 
 
 def open_console() -> int:

@@ -12,17 +12,14 @@ from typing import TYPE_CHECKING
 from textual import work
 
 from console.leaderboard import Search, Trial
-from console.screens.confirm_screen import ConfirmScreen
-from console.services import runs, script_runs, trials
 from console.services.tailer import Tailer
 from console.state import Board
-from console.widgets.leaderboard import Leaderboard
-from console.widgets.run_form import RunForm
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
 
 if TYPE_CHECKING:  # the dashboard (plotext, the form...) is imported after the first frame
     from console.screens.main_screen import MainScreen
+    from console.widgets.run_form import RunForm
 
 
 class RunActions:
@@ -37,6 +34,8 @@ class RunActions:
 
     def action_launch(self) -> None:
         """Launch the form's config as a new run."""
+        from console.widgets.run_form import RunForm  # the dashboard's widgets: not for the first frame
+
         form = self.main.query_one(RunForm)
         config = form.check()
         if config is None:
@@ -57,6 +56,8 @@ class RunActions:
         """Start a run detached (it outlives the console) and select it; a script run from the script form."""
         kind = "tune" if "tune" in config else "script" if config["script"]["path"] else "train"
         name = f"tune-{config['model']['name']}-{config['data']['name']}" if kind == "tune" else ""
+        from console.services import script_runs
+
         run = script_runs.start(config, name=name, kind=kind, root=self.home)
         self.call_from_thread(self._launched, run.id)
 
@@ -87,6 +88,8 @@ class RunActions:
     @work(thread=True, group="runs", exit_on_error=False)
     def stop_run(self, run: protocol.RunDir) -> None:
         """SIGTERM, then SIGKILL after the grace period (runs.stop)."""
+        from console.services import runs
+
         state = runs.stop(run)
         self.call_from_thread(self._done, f"{run.id}: {state}")
 
@@ -95,11 +98,15 @@ class RunActions:
         run = self._selected_run()
         if run is not None:
             question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
+            from console.screens.confirm_screen import ConfirmScreen
+
             self.push_screen(ConfirmScreen(question), lambda yes: self.kill_run(run) if yes else None)
 
     @work(thread=True, group="runs", exit_on_error=False)
     def kill_run(self, run: protocol.RunDir) -> None:
         """SIGKILL the run's process group and descendants (runs.kill)."""
+        from console.services import runs
+
         survivors = runs.kill(run)
         message = f"could not kill pids {survivors}" if survivors else f"{run.id}: killed"
         self.call_from_thread(self._done, message, "error" if survivors else "information")
@@ -113,6 +120,8 @@ class RunActions:
     @work(thread=True, group="runs", exit_on_error=False)
     def resume_run(self, run: protocol.RunDir) -> None:
         """runs.resume: refuses a running run or one without a checkpoint."""
+        from console.services import runs
+
         try:
             runs.resume(run)
         except (protocol.RunBusy, FileNotFoundError) as e:  # a second `r`, or nothing to resume from
@@ -129,17 +138,22 @@ class RunActions:
             return None
         return run, state.search
 
+    def _leaderboard_trial(self) -> str | None:
+        from console.widgets.leaderboard import Leaderboard
+
+        return self.main.query_one(Leaderboard).selected_trial
+
     def _chosen_trial(self, search: Search) -> Trial | None:
-        trial_id = self.main.query_one(Leaderboard).selected_trial
+        trial_id = self._leaderboard_trial()
         return search.trials.get(trial_id or "") or search.leader()
 
     def action_stop_trial(self) -> None:
         """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
         found = self._selected_search()
-        trial_id = self.main.query_one(Leaderboard).selected_trial if found else None
+        trial_id = self._leaderboard_trial() if found else None
         if found is None or trial_id is None:
             return
-        trials.stop_trial(found[0], trial_id)
+        protocol.request_trial_stop(found[0], trial_id)
         number = found[1].trials[trial_id].number
         self.notify(f"asked trial #{number} to stop; the search goes on")
 
@@ -154,6 +168,8 @@ class RunActions:
     @work(thread=True, group="runs", exit_on_error=False)
     def train_trial(self, run: protocol.RunDir, number: int, searched: dict[str, object]) -> None:
         """Launch the trial's config as a normal run and select it."""
+        from console.services import trials
+
         try:
             new = trials.train_trial(run, number, searched, root=self.home)
         except protocol.ConfigError as e:

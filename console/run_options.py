@@ -13,8 +13,6 @@ from typing import Any
 from trainers import protocol
 from trainers.protocol import Config, ConfigError
 
-from .services import script_runs
-
 
 def add_options(cmd: argparse.ArgumentParser) -> None:
     """Add the script and queue options to the `run` subcommand."""
@@ -40,6 +38,8 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
     if args.script is not None or (raw.get("script") or {}).get("path"):
         script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
                   "patterns": args.pattern, "tensorboard": args.tensorboard}
+        from .services import script_runs
+
         return script_runs.script_config(args.config, args.set, script, strategy), "script"
     for flag in ("nproc", "pattern", "tensorboard"):
         if getattr(args, flag) is not None:
@@ -53,5 +53,7 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
 
 
 def _strategy(args: argparse.Namespace) -> dict[str, Any]:
+    from .services import script_runs
+
     devices = script_runs.devices_arg(args.devices) if args.devices is not None else None
     return {"queue": True if args.queue else None, "min_free_mb": args.min_free_mb, "devices": devices}

@@ -22,9 +22,8 @@ from collections.abc import Callable
 from textual.message import Message
 
 from console.run_update import RunUpdate, count_events, merge
-from trainers.protocol import RunDir
+from trainers.protocol import RunDir, process_alive
 
-from . import runs
 from .tracked_run import CHUNK, TrackedRun
 
 #: Bytes of first tails and background history read per pass, so live runs stay live during a reattach.
@@ -190,7 +189,7 @@ class Tailer:
         # launch() writes run.json just before it starts the process: give it a moment.
         info = t.info or {}
         launching = not info.get("pid") and time.time() - t.info_mtime < LAUNCH_GRACE_S
-        alive = None if launching else runs.leader(t.run, info) is not None
+        alive = None if launching else process_alive(info.get("pid"), info.get("pid_started"))
         if alive == t.alive and not info_changed:
             return None
         t.alive = alive

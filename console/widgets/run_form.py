@@ -20,7 +20,6 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
 from trainers.protocol import Config, ConfigError, apply_override, validate
-from trainers.protocol.tune_config import validate_tune
 
 #: (section, key, label, placeholder, choices for completion)
 FIELDS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
@@ -159,7 +158,7 @@ class RunForm(VerticalScroll):
         config, whole = None, ""
         if not errors:
             try:
-                config = validate_tune(raw) if self.tune_mode else validate(raw)
+                config = _validate_tune(raw) if self.tune_mode else validate(raw)
             except ConfigError as e:
                 errors[e.field] = whole = str(e)
         for section, key, *_ in self.fields:
@@ -188,6 +187,12 @@ class RunForm(VerticalScroll):
         config = self.check()
         if config is not None:
             self.post_message(self.Submitted(config))
+
+
+def _validate_tune(raw: dict[str, Any]) -> Config:
+    from trainers.protocol.tune_config import validate_tune  # only once a tune TOML is loaded
+
+    return validate_tune(raw)
 
 
 def _split(text: str) -> list[str] | str:
