@@ -112,7 +112,7 @@ async def test_t_on_a_finished_search_trains_the_best_config(finished_search: Pa
         await settle(pilot)
         await pilot.press("t")
         runs_dir = finished_search / "runs"
-        new = await until(pilot, lambda: [p for p in runs_dir.iterdir() if "trial2" in p.name], 20, "a run")
+        new = await until(pilot, lambda: [p for p in runs_dir.iterdir() if "trial2" in p.name], 60, "a run")
     run = protocol.RunDir(new[0])
     config = protocol.load(run.config)
     assert (config["train"]["lr"], config["train"]["batch_size"]) == (0.0874, 32) and "tune" not in config

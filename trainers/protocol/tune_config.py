@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from typing import Any
 
-from .config import SCHEMA, Config, ConfigError, Field, apply_override, validate
+from .config import SCHEMA, Config, ConfigError, Field, apply_override, read, validate
 
 SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bayesopt")
 SPACE_KINDS = ("choice", "grid", "uniform", "loguniform", "randint", "quniform")
@@ -60,20 +59,10 @@ TUNE_SCHEMA: dict[str, Field] = {
 def load_tune(path: str | os.PathLike[str], overrides: list[str] = ()) -> Config:  # type: ignore[assignment]
     """Read a tune config (run config + `[tune]`), apply `--set` overrides, validate both; the result's
     `tune` holds every `[tune]` key resolved (max_t filled in) and `tune.space`."""
-    raw = _read(path)
+    raw = read(path)  # a malformed file is named with its line, as for run configs
     for item in overrides:
         apply_tune_override(raw, item)
     return validate_tune(raw)
-
-
-def _read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError("config", "file not found", str(path)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError("config", f"is not valid TOML: {e}") from None
 
 
 def apply_tune_override(raw: dict[str, Any], item: str) -> None:
