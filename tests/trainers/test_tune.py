@@ -15,6 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
+from trainer_runs import wait_for
 
 from console.services import runs
 from trainers.protocol import RunDir, request_trial_stop
@@ -48,16 +49,6 @@ def trials(events: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         if event["type"] == "trial":
             out.setdefault(event["trial_id"], []).append(event)
     return out
-
-
-def wait_for(predicate, timeout: float = 180.0, what: str = "condition"):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def events_of(home: Path, run_id: str) -> list[dict[str, Any]]:
@@ -177,7 +168,7 @@ def test_stopping_one_trial_leaves_the_others_and_kill_leaves_no_ray_process(hom
                        "tune.scheduler='none'", "data.num_workers=1", wait=False)
     assert out.returncode == 0, out.stderr
     both = wait_for(lambda: len([i for i in iterations(home, run_id).values() if i >= 1]) == 2 and
-                    iterations(home, run_id), what="two trials reporting")
+                    iterations(home, run_id), 180, "two trials reporting")
     victim, other = sorted(both)
     request_trial_stop(RunDir(home / "runs" / run_id), victim)
     wait_for(lambda: trials(events_of(home, run_id))[victim][-1]["status"] == "stopped", 60, "trial stop")
@@ -217,7 +208,7 @@ def test_stop_ends_the_search_gracefully_and_resume_continues_it_to_the_end(home
     run_id, out = tune("tune_digits_random_asha.toml", "tune.num_samples=3", "tune.max_t=3",
                        "tune.scheduler='none'", "tune.max_concurrent=1", wait=False)
     assert out.returncode == 0, out.stderr
-    wait_for(lambda: any(i >= 1 for i in iterations(home, run_id).values()), what="a first result")
+    wait_for(lambda: any(i >= 1 for i in iterations(home, run_id).values()), 180, "a first result")
     stopped = cli("stop", run_id, timeout=120)
     assert stopped.returncode == 0 and stopped.stdout.split()[-1] == "stopped", stopped.stderr
     before = trials(events_of(home, run_id))
