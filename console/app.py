@@ -24,7 +24,7 @@ from console.run_actions import RunActions
 from console.screens.help_screen import HelpScreen
 from console.screens.start_screen import StartScreen
 from console.services.tailer import RunsRead, Tailer
-from console.state import RANKINGS, Board, build_view, plot_view
+from console.state import RANKINGS, Board, build_view, plot_view, weights_view
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
 
@@ -52,6 +52,10 @@ class TrainConsole(RunActions, App[None]):
         Binding("x", "stop_trial", "Stop trial", tooltip="Stop the selected trial (the search goes on)"),
         Binding("t", "train_trial", "Train", tooltip="Train the selected (else best) trial's config"),
         Binding("space", "mark", "Overlay"),
+        Binding("h", "weights", "Weights", tooltip="The selected run's weight histograms by epoch (h: back)"),
+        Binding("right_square_bracket", "layer(1)", "Layer", key_display="[ ]",
+                tooltip="Weights: ] the next layer, [ the one before"),
+        Binding("left_square_bracket", "layer(-1)", "Weights: the layer before", key_display="[", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
         Binding("b", "rank", "Sort: newest / best val acc", show=False),
@@ -72,6 +76,8 @@ class TrainConsole(RunActions, App[None]):
         self.selected: str | None = None
         self.marked: list[str] = []
         self.ranking = RANKINGS[0]
+        self.weights_on = False  # h: the weights view in the plot's place
+        self.layer: str | None = None  # the layer the weights view shows
         self.config_path = str(config_path or DEMO)
         self._force: set[str] = {"*"}
         self._frame_timer: object | None = None
@@ -181,8 +187,17 @@ class TrainConsole(RunActions, App[None]):
         if not (self.screen_stack and self.dashboard):
             return
         main = self.main
+        if self._showing_weights():
+            history, title, self.layer = weights_view(self.board, self.selected, self.layer)
+            main.show_weights(history, title, on=True)
+            return
+        main.show_weights([], "", on=False)
         lines, title = plot_view(self.board, self.selected, self.marked, max(20, main.plot_width))
         main.show_plot(lines, title, bool(self._labels))
+
+    def _showing_weights(self) -> bool:
+        run = self.board.runs.get(self.selected or "")
+        return self.weights_on and not (run is not None and run.kind == "tune")  # a search: its trials
 
     def _redraw_selection(self) -> None:
         self._force.add("*")
@@ -201,10 +216,16 @@ class TrainConsole(RunActions, App[None]):
         """The trial keys (x, t) are shown and active only while a tune run is selected."""
         if not self.dashboard and action != "quit":
             return None  # shown dimmed on the first frame, until the dashboard opens (a fraction of a second)
-        if action in ("stop_trial", "train_trial", "mark"):  # a tune run's plot is its trials' curves
-            run = self.board.runs.get(self.selected or "")
-            tune = run is not None and run.kind == "tune"
-            return tune if action != "mark" else not tune
+        run = self.board.runs.get(self.selected or "")
+        tune = run is not None and run.kind == "tune"
+        if action in ("stop_trial", "train_trial"):
+            return tune
+        if action == "weights":  # a tune run's plot is its trials' curves
+            return not tune
+        if action == "mark":  # overlaid runs are drawn on the loss plot, not in the weights view
+            return not (tune or self.weights_on)
+        if action == "layer":
+            return self.weights_on and not tune
         return True
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -252,6 +273,19 @@ class TrainConsole(RunActions, App[None]):
             self.marked.remove(self.selected)
         else:
             self.marked.append(self.selected)
+        self._redraw_selection()
+
+    def action_weights(self) -> None:
+        """Show the selected run's weight histograms in the plot's place, or the loss plot again."""
+        self.weights_on = not self.weights_on
+        self.refresh_bindings()  # [ and ] show only in the weights view
+        self._redraw_selection()
+        if self.main.narrow:
+            self.main.show_pane("plot")
+
+    def action_layer(self, move: int) -> None:
+        """The weights view: show the previous or next layer."""
+        _, _, self.layer = weights_view(self.board, self.selected, self.layer, move)
         self._redraw_selection()
 
     def action_rank(self) -> None:

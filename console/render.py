@@ -48,8 +48,10 @@ def describe(event: Event) -> str:
     """A short human description of an event, prefixed with its local time."""
     stamp = time.strftime("%H:%M:%S", time.localtime(event.get("t", 0)))
     kind = event.get("type", "?")
-    skip = {"v", "t", "run", "type", "mem", "traceback", "config"}
+    skip = {"v", "t", "run", "type", "mem", "traceback", "config", "layers"}
     fields = " ".join(f"{k}={_short(v)}" for k, v in event.items() if k not in skip)
+    if isinstance(event.get("layers"), dict):  # a histogram event: its bins are for the console's view
+        fields += f" layers={len(event['layers'])}"
     return f"{stamp} {kind:<10} {fields}".rstrip()
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from console.history import Series
 from console.leaderboard import Search
+from console.weights import Weights
 from trainers.protocol import FINAL, Event, derive_status
 
 
@@ -62,6 +63,8 @@ class RunState:
     val_losses: Series = field(default_factory=Series)
     val_accs: Series = field(default_factory=Series)
     notes: deque[Note] = field(default_factory=lambda: deque(maxlen=200))
+    oom_steps: list[float] = field(default_factory=list)  # marked on the plot
+    weights: Weights = field(default_factory=Weights)  # the `histogram` events, for the weights view
     failure: dict[str, Any] | None = None
     search: Search | None = None  # a tune run's trials
 
@@ -155,6 +158,8 @@ def _warning(run: RunState, e: Event, t: float) -> None:
 
 
 def _oom(run: RunState, e: Event, t: float) -> None:
+    if _is_num(e.get("step")):
+        run.oom_steps.append(e["step"])
     if "micro_batch" not in e:  # an older or foreign writer: show what it said
         detail = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("v", "t", "run", "type"))
         run.notes.append(Note(t, "warning", f"out of memory, recovered ({detail})" if detail else
@@ -193,6 +198,10 @@ def _trial(run: RunState, e: Event, t: float) -> None:
         run.notes.append(Note(t, "error", f"trial #{number} failed: {e['cause']}"))
 
 
+def _histogram(run: RunState, e: Event, t: float) -> None:
+    run.weights.apply(e)
+
+
 def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -200,4 +209,5 @@ def _is_num(v: Any) -> bool:
 _HANDLERS = {
     "started": _started, "step": _step, "eval": _eval, "warning": _warning, "oom_recovered": _oom,
     "finished": _final, "failed": _final, "stopped": _final, "killed": _final, "trial": _trial,
+    "histogram": _histogram,
 }

@@ -13,9 +13,10 @@ from typing import Any as Object
 from console import leaderboard
 from console.run_state import Event, Note, RunState
 from console.run_update import RunUpdate
+from console.weights import Snapshot
 
 __all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "View", "build_view", "duration",
-           "human_bytes", "middle", "plot_lines", "plot_view", "rank", "row"]
+           "human_bytes", "middle", "plot_lines", "plot_view", "rank", "row", "weights_view"]
 
 #: The runs table's columns: key and header.
 COLUMNS = (
@@ -146,7 +147,7 @@ class PlotLine:
 
     run_id: str
     label: str
-    kind: str  # "train", "val_loss" or "val_acc"
+    kind: str  # "train", "val_loss", "val_acc", or "oom" (steps where an out-of-memory was recovered)
     xs: list[float]
     ys: list[float]
 
@@ -161,6 +162,8 @@ def plot_lines(runs: Iterable[RunState], buckets: int) -> list[PlotLine]:
             if len(series):
                 xs, ys = series.decimate(buckets)
                 lines.append(PlotLine(run.id, name, kind, xs, ys))
+        if run.oom_steps:
+            lines.append(PlotLine(run.id, name, "oom", list(run.oom_steps), []))
     return lines
 
 
@@ -222,3 +225,16 @@ def trial_lines(search: leaderboard.Search, buckets: int) -> list[PlotLine]:
             xs, ys = trial.curve.decimate(buckets)
             lines.append(PlotLine(trial.id, f"#{trial.number}", kind, xs, ys))
     return lines
+
+
+def weights_view(board: Board, selected: str | None, layer: str | None, move: int = 0) -> tuple[
+        list[Snapshot], str, str | None]:
+    """The selected run's histograms of `layer` (its first layer if it has no such one), moved `move`
+    layers on (wrapping): (snapshots, title, the layer shown)."""
+    run = board.runs.get(selected or "")
+    names = run.weights.names if run is not None else []
+    if not names:
+        return [], f"weights: {label(run)}" if run else "weights", layer
+    index = (names.index(layer) if layer in names else 0) + move
+    layer = names[index % len(names)]
+    return run.weights.layers[layer], f"weights: {layer} ({index % len(names) + 1}/{len(names)})", layer

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import torch
 import torch.nn.functional as F
 
-from . import checkpoint, setup
+from . import checkpoint, histograms, setup
 from .meter import StepMeter
 from .optim import LrSchedule
 from .strategies import Strategy, make_strategy
@@ -48,7 +48,7 @@ class Outcome:
 
 def run(config: Config, run_dir: Any, events: Emitter, stop: Stop, resume: str | None = None) -> Outcome:
     """Train as configured, through the strategy's launcher (one process, or one per device)."""
-    config = batch_finder.resolve(config)  # train.batch_size = "auto": measured once, for every rank
+    config = batch_finder.resolve(config, resume)  # batch_size = "auto": measured once, for every rank
     strategy = make_strategy(config)
     return strategy.launch(train, config, run_dir, events, stop, resume)
 
@@ -172,6 +172,9 @@ class Training:
         self.best_acc = max(self.best_acc, val_acc)
         self.metrics.update(val_loss=val_loss, val_acc=val_acc, best_val_acc=self.best_acc)
         self.emit("eval", epoch=epoch, step=self.step, val_loss=val_loss, val_acc=val_acc)
+        if self.is_zero and epoch % self.config["train"]["histogram_every"] == 0:
+            layers = histograms.compact(self.strategy.unwrap(self.model))
+            self.emit("histogram", epoch=epoch, step=self.step, bins=histograms.BINS, layers=layers)
         self.save(self.run_dir.last_ckpt, epoch, complete)
         if is_best:
             self.save(self.run_dir.best_ckpt, epoch, complete, is_best=True)

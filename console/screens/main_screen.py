@@ -14,12 +14,14 @@ from textual.widgets import Footer, Input, Tab, Tabs
 from console.screens.path_screen import PathScreen
 from console.services.gpu import Devices
 from console.state import PlotLine, View
+from console.weights import Snapshot
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.leaderboard import Leaderboard
 from console.widgets.loss_plot import LossPlot
 from console.widgets.run_form import RunForm
 from console.widgets.run_log import RunLog
 from console.widgets.runs_table import RunsTable
+from console.widgets.weight_histogram import WeightHistogram
 from trainers import protocol
 from trainers.protocol import Config, tune_config
 
@@ -57,6 +59,7 @@ class MainScreen(Screen[None]):
                 yield RunsTable(id="runs", classes="pane")
                 with Horizontal(id="middle"):
                     yield LossPlot(id="plot", classes="pane")
+                    yield WeightHistogram(id="weights", classes="pane")
                     yield Leaderboard(id="leaderboard", classes="pane")
                     with VerticalScroll(id="devices", classes="pane"):
                         yield GpuBars(id="bars")
@@ -157,6 +160,12 @@ class MainScreen(Screen[None]):
         """Draw the plot's lines (or say why there are none)."""
         empty = "no data yet" if any_runs else "no runs yet: press l to launch the demo"
         self.query_one(LossPlot).show(lines, title, empty)
+
+    def show_weights(self, history: list[Snapshot], title: str, on: bool) -> None:
+        """Show (or hide again) the weights view in the plot's place, with one layer's histograms."""
+        self.set_class(on, "-weights")
+        if on:
+            self.query_one(WeightHistogram).show(history, title, "this run has no weight histograms yet")
 
     def show_devices(self, devices: Devices, labels: dict[str, str]) -> None:
         """Draw a new device sample."""

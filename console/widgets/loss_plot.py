@@ -11,6 +11,7 @@ KIND_COLORS = {"train": "cyan", "val_loss": "yellow", "val_acc": "green"}
 PALETTE = ("cyan", "magenta", "yellow", "green", "blue", "red")
 MARKERS = {"val_loss": "◆", "val_acc": "○"}
 LEGEND = "[cyan]⣿ train loss[/] [yellow]◆ val loss[/] [green]○ val acc →[/]"
+OOM_LEGEND = " [red]│ OOM[/]"  # a vertical line at each step where an out-of-memory was recovered
 OVERLAY_LEGEND = "colour = run  ⣿ train loss ◆ val loss ○ val acc →"
 TRIALS_LEGEND = "colour = trial, best first; x = iteration"
 
@@ -36,6 +37,7 @@ class LossPlot(PlotextPlot):
         overlay = len({line.run_id for line in lines}) > 1
         trials = bool(lines) and all(line.label.startswith("#") for line in lines)  # a search's trials
         legend = TRIALS_LEGEND if trials else OVERLAY_LEGEND if overlay else LEGEND
+        legend += OOM_LEGEND if any(line.kind == "oom" for line in lines) else ""
         self.border_subtitle = legend if lines else ""
         self.replot()
 
@@ -53,6 +55,10 @@ class LossPlot(PlotextPlot):
             runs.setdefault(line.run_id, PALETTE[len(runs) % len(PALETTE)])
         few = max(4, self.size.width // 4)  # val points up to this many get markers, more get a line
         for line in self.lines:
+            if line.kind == "oom":
+                for x in line.xs:
+                    plt.vline(x, "red")
+                continue
             color = runs[line.run_id] if len(runs) > 1 else KIND_COLORS[line.kind]
             xs = [int(x) if x.is_integer() else x for x in line.xs]
             side = "right" if line.kind == "val_acc" else "left"

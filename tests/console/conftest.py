@@ -74,6 +74,21 @@ def training(t0: float, steps: int, epochs: int, scale: float = 1.0, cuda: bool 
     return out
 
 
+def histograms(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`events` with a `histogram` event after each `eval`: conv1's weights widen and drift each epoch."""
+    out = []
+    for event in events:
+        out.append(event)
+        if event["type"] == "eval":
+            e = event["epoch"]
+            bell = [round(1000 * math.exp(-(((i - 7.5) / (2 + e / 3)) ** 2))) for i in range(16)]
+            out.append({"t": event["t"], "type": "histogram", "epoch": e, "step": event["step"], "bins": 16,
+                        "layers": {"conv1.weight": {"min": -0.2 - 0.02 * e, "max": 0.2 + 0.04 * e,
+                                                    "counts": bell},
+                                   "fc.bias": {"min": 0.0, "max": 0.01 * e, "counts": [9] + [0] * 14 + [1]}}})
+    return out
+
+
 def fixture_runs(home: Path) -> Path:
     """Five runs, one of each status, with fixed times: the snapshot tests' home directory."""
     done = training(T0, 1000, 5, cuda=True)
@@ -88,7 +103,9 @@ def fixture_runs(home: Path) -> Path:
                 "traceback": "Traceback (most recent call last):\n  File \"loop.py\", line 88, in step\n"
                              "torch.OutOfMemoryError: CUDA out of memory"}]
     write_run(home, FAILED, failed)
-    running = training(T0 + 7200, 400, 10)
+    running = histograms(training(T0 + 7200, 400, 10))
+    running.insert(30, {"t": T0 + 7200 + 120 * 0.05, "type": "oom_recovered", "step": 120, "micro_batch": 32,
+                        "accumulate": 2, "batch_size": 64, "phase": "backward", "device": "cpu"})
     me = psutil.Process()
     write_run(home, RUNNING, running, info={"pid": me.pid, "pid_started": me.create_time()}, epochs=10)
     stopped = [*training(T0 - 3600, 200, 5), {"t": T0 - 3580, "type": "stopped", "step": 200}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from conftest import FAILED, FINISHED, RUNNING, make_app, settle, until
 from rich.console import Console
 from textual.widgets import Input, Static
@@ -16,6 +17,7 @@ from console.widgets.gpu_bars import GpuBars
 from console.widgets.loss_plot import LossPlot
 from console.widgets.run_log import RunLog
 from console.widgets.runs_table import RunsTable
+from console.widgets.weight_histogram import WeightHistogram
 from trainers import protocol
 
 
@@ -76,10 +78,11 @@ async def test_enter_on_a_run_shows_its_plot_and_log(fixture_home: Path) -> None
 #: What a user must find under `?` (key as shown, a word of its description), written out here rather than
 #: read from the bindings, so that a key dropped from the help screen fails this test.
 HELP_KEYS = [("l f5", "Launch"), ("s", "Stop"), ("k", "Kill"), ("r", "Resume"), ("space", "Overlay"),
+             ("h", "weight histograms"), ("[ ]", "the next layer"), ("[", "layer before"),
              ("?", "Help"), ("q", "Quit"), ("b", "Sort"), ("n 5", "Setup"), ("1", "Runs"), ("2", "Plot"),
              ("3", "Devices"), ("4", "Log"), ("o", "Load"), ("w", "Save"), ("escape", "Back"),
              ("↑ ↓ pgup pgdn", "Move"), ("enter", "launch")]
-FOOTER_KEYS = ["l Launch", "s Stop", "k Kill", "r Resume", "space Overlay", "? Help", "q Quit"]
+FOOTER_KEYS = ["l Launch", "s Stop", "k Kill", "r Resume", "space Overlay", "h Weights", "? Help", "q Quit"]
 
 
 def plain(renderable: object, width: int = 100) -> str:
@@ -163,3 +166,41 @@ async def test_the_first_frame_waits_for_the_dashboard_before_its_keys_act(fixtu
         await settle(pilot)
         assert app.dashboard and type(app.main).__name__ == "MainScreen"
         assert app.check_action("launch", ()) is True
+
+
+async def test_h_shows_a_layers_histogram_per_epoch_and_brackets_change_the_layer(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("h")
+        await pilot.pause()
+        app.draw_plot()
+        await pilot.pause()
+        view = app.main.query_one(WeightHistogram)
+        assert app.main.pane == "plot" and view.region and not app.main.query_one(LossPlot).region
+        assert view.border_title == "weights: conv1.weight (1/2)"
+        assert [s.epoch for s in view.history] == list(range(1, 11))  # the running run's 10 epochs
+        text = plain(view.render(), 80)
+        assert "ep   1" in text and "ep  10" in text and "█" in text
+        footer = " ".join(plain(key.render()).strip() for key in app.main.query(FooterKey))
+        assert "[ ] Layer" in footer and "q Quit" in footer and "space Overlay" not in footer
+        await pilot.press("right_square_bracket")
+        app.draw_plot()
+        assert view.border_title == "weights: fc.bias (2/2)" and view.history[-1].high == pytest.approx(0.1)
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        app.draw_plot()
+        assert app.layer == "fc.bias"  # wrapped round
+        await pilot.press("h")
+        await pilot.pause()
+        app.draw_plot()
+        await pilot.pause()
+        assert app.main.query_one(LossPlot).region and not view.region
+
+
+async def test_a_recovered_out_of_memory_is_marked_on_the_plot(fixture_home: Path) -> None:
+    app = make_app(fixture_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        plot = app.main.query_one(LossPlot)
+        assert [line.xs for line in plot.lines if line.kind == "oom"] == [[120]]
+        assert "OOM" in plot.border_subtitle

@@ -39,6 +39,10 @@ class TestWide:
 
         assert snap_compare(make_app(fixture_home, gpus=0), terminal_size=WIDE, run_before=before)
 
+    def test_weights_view(self, snap_compare, fixture_home: Path) -> None:
+        """h: the running run's first layer, a histogram row per epoch on one axis, in the plot's place."""
+        assert snap_compare(make_app(fixture_home), terminal_size=WIDE, run_before=after("h"))
+
     def test_help(self, snap_compare, fixture_home: Path) -> None:
         """? lists every key."""
         assert snap_compare(make_app(fixture_home), terminal_size=WIDE, run_before=after("question_mark"))
@@ -50,8 +54,13 @@ class TestNarrow:
         assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=settle)
 
     def test_plot_pane(self, snap_compare, fixture_home: Path) -> None:
-        """The plot pane: train loss, val loss and val accuracy of the running run."""
+        """The plot pane: train loss, val loss and val accuracy of the running run; its OOM at step 120."""
         assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=after("2"))
+
+    def test_weights_view(self, snap_compare, fixture_home: Path) -> None:
+        """h then ]: the running run's second layer (a bias drifting from zero) as the plot pane."""
+        second_layer = after("h", "right_square_bracket")
+        assert snap_compare(make_app(fixture_home), terminal_size=NARROW, run_before=second_layer)
 
     def test_devices_pane(self, snap_compare, fixture_home: Path) -> None:
         """The devices pane: two simulated GPUs, and the finished run's torch memory."""

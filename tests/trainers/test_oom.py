@@ -9,6 +9,7 @@ import pytest
 import torch
 from trainer_runs import events, make_config, make_run, train
 
+from console.state import RunState, plot_lines
 from trainers.protocol import run_status
 
 # 32x32 digits, batch 256: the full batch needs more than 100 MB of activations, half of it does not.
@@ -68,6 +69,11 @@ def test_capped_run_recovers_keeps_the_batch_and_matches_uncapped(tc_home: Path)
     assert last["micro_batch"] * last["accumulate"] >= 256 > last["micro_batch"] * (last["accumulate"] - 1)
     assert "can't allocate memory" in oom[0]["cause"] and oom[0]["memory"]["data_mb"] > 0
     assert same_training(capped, free_run)
+    console = RunState(capped.id)  # the console marks each recovery on the plot, at its step
+    for event in events(capped):
+        console.apply(event)
+    marks = [line.xs for line in plot_lines([console], 50) if line.kind == "oom"]
+    assert marks == [[e["step"] for e in oom]]
     state = torch.load(capped.last_ckpt, weights_only=True)
     assert state["micro_batch"] == last["micro_batch"] and state["step"] == 6
     # resume starts at the recorded micro-batch: no second out-of-memory
@@ -79,7 +85,7 @@ def test_capped_run_recovers_keeps_the_batch_and_matches_uncapped(tc_home: Path)
 @pytest.mark.slow
 def test_ddp_ranks_agree_on_the_micro_batch_and_never_hang(tc_home: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    ddp = {"name": "ddp", "devices": 2}
+    ddp = {"name": "ddp", "devices": 2, "accelerator": "cpu"}  # 2 gloo workers, on a GPU box too
     code, free_run = run_config(tc_home, capped_config(0, **ddp))
     assert code == 0
     code, capped = run_config(tc_home, capped_config(60, **ddp))
@@ -154,3 +160,10 @@ def test_auto_batch_size_finds_what_fits_under_the_cap(tc_home: Path) -> None:
     assert failed and max(fitted) < min(failed)  # it ran into the cap and stayed under it
     assert started["batch_size"] == finder["per_process"] == int(max(fitted) * 0.9)
     assert not events(run, "oom_recovered")  # the margin holds in the run itself
+    # resumed, the run takes the batch its checkpoint was trained with: no second search
+    run.config.write_text(run.config.read_text().replace("max_steps = 3", "max_steps = 5"))
+    assert train(run, "--resume", timeout=240) == 0
+    again = events(run, "started")[-1]
+    assert again["batch_size"] == started["batch_size"] and again["batch_finder"]["trials"] == []
+    assert again["batch_finder"]["from_checkpoint"].endswith("last.pt")
+    assert events(run, "step")[-1]["step"] == 5

@@ -125,7 +125,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "oom": Field(str, "recover", _one_of("recover", "fail"), "recover: halve the micro-batch and redo"),
         "nonfinite": Field(str, "fail", _one_of("fail", "skip"), "skip: drop a step whose loss is NaN/Inf"),
         "tensorboard": Field(bool, False, help="scalars and histograms into <run>/tensorboard"),
-        "histogram_every": Field(int, 1, _at_least(1), "epochs between TensorBoard weight histograms"),
+        "histogram_every": Field(int, 1, _at_least(1),
+                                 "epochs between weight histograms (events; TensorBoard when on)"),
         "memory_history": Field(bool, False, help="GPU: record allocations, snapshot at an out-of-memory"),
     },
     "strategy": {

@@ -20,6 +20,7 @@ EVAL = "eval"
 CHECKPOINT = "checkpoint"
 WARNING = "warning"
 OOM_RECOVERED = "oom_recovered"
+HISTOGRAM = "histogram"  # epoch, step, layers: {name: {min, max, counts}} (trainers/histograms.py)
 TRIAL = "trial"
 FINISHED = "finished"
 FAILED = "failed"

@@ -8,7 +8,8 @@ Lightning finder takes 3; accelerate halves a failing batch instead of searching
 It runs once, in the run's main process, before the strategy is built, on the device the run's first
 process will use and under `train.max_memory_mb` (lifted again afterwards): every DDP rank then gets the
 same per-process batch, and the global `train.batch_size` becomes that times the world size. The result
-and the trials go into the `started` event (`batch_finder`).
+and the trials go into the `started` event (`batch_finder`). A resumed run takes the batch its checkpoint
+was trained with instead of searching again (memory use may differ now; OOM recovery covers that).
 """
 
 from __future__ import annotations
@@ -31,10 +32,17 @@ Config = dict[str, dict[str, Any]]
 MARGIN = 0.9
 
 
-def resolve(config: Config) -> Config:
-    """`config` with `train.batch_size = "auto"` replaced by the found global batch (else unchanged)."""
+def resolve(config: Config, resume: str | None = None) -> Config:
+    """`config` with `train.batch_size = "auto"` replaced by the found global batch (else unchanged);
+    resuming from a checkpoint, by the batch that checkpoint's run found."""
     if config["train"]["batch_size"] != "auto":
         return config
+    saved = _saved_batch(resume) if resume else None
+    if saved is not None:
+        resolved = copy.deepcopy(config)
+        resolved["train"]["batch_size"], finder = saved
+        resolved["train"]["batch_finder"] = {**finder, "trials": [], "from_checkpoint": resume}
+        return resolved
     spec = config["strategy"]
     devices = resolve_devices(config) if spec["name"] in ("ddp", "dp") else None
     world = spec["nnodes"] * len(devices) if spec["name"] == "ddp" and devices else 1
@@ -46,6 +54,17 @@ def resolve(config: Config) -> Config:
     resolved["train"]["batch_finder"] = {"per_process": found, "world_size": world, "device": str(device),
                                         "trials": trials, "seconds": round(time.monotonic() - start, 2)}
     return resolved
+
+
+def _saved_batch(path: str) -> tuple[int, dict[str, Any]] | None:
+    """(global batch, finder record) from the config a checkpoint saved; None if it holds none."""
+    try:  # mmap: the config is read, the tensors are not
+        saved = torch.load(path, map_location="cpu", weights_only=True, mmap=True).get("config") or {}
+    except Exception:  # noqa: BLE001 - restoring the checkpoint reports what is wrong with it
+        return None
+    train = saved.get("train") or {}
+    batch = train.get("batch_size")
+    return (batch, dict(train.get("batch_finder") or {})) if isinstance(batch, int) else None
 
 
 def find(config: Config, device: torch.device, world: int) -> tuple[int, list[list[int]]]:

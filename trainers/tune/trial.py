@@ -118,9 +118,12 @@ def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: Tri
         config["train"]["threads"] = max(1, int(tune_config["tune"]["cpus_per_trial"]))
     files.last_ckpt.parent.mkdir(parents=True, exist_ok=True)
     from .. import loop  # torch: imported once per worker, reused by the next trial (reuse_actors)
+    from ..troubles import batch_finder
 
     report = TrialReport(files, stop)  # its clock starts after the imports: train_s is the trial's own time
-    loop.train(loop.make_strategy(config), config, files, report, stop, resume_from(files))
+    resume = resume_from(files)
+    config = batch_finder.resolve(config, resume)  # batch_size = "auto": this trial's model and device
+    loop.train(loop.make_strategy(config), config, files, report, stop, resume)
 
 
 def resume_from(files: TrialFiles) -> str | None:
