@@ -8,6 +8,8 @@ from typing import Any, TextIO
 
 from trainers.protocol import Event
 
+#: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
+WORDS = frozenset({"cause", "message", "hint"})
 COLUMNS = ("id", "status", "strategy", "epoch", "step", "loss", "val_acc", "samples/s", "started")
 
 
@@ -49,17 +51,17 @@ def describe(event: Event) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(event.get("t", 0)))
     kind = event.get("type", "?")
     skip = {"v", "t", "run", "type", "mem", "traceback", "config", "layers"}
-    fields = " ".join(f"{k}={_short(v)}" for k, v in event.items() if k not in skip)
+    fields = " ".join(f"{k}={_short(v, k in WORDS)}" for k, v in event.items() if k not in skip)
     if isinstance(event.get("layers"), dict):  # a histogram event: its bins are for the console's view
         fields += f" layers={len(event['layers'])}"
     return f"{stamp} {kind:<10} {fields}".rstrip()
 
 
-def _short(value: Any) -> str:
+def _short(value: Any, whole: bool = False) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-    return text if len(text) <= 80 else text[:77] + "..."
+    return text if whole or len(text) <= 80 else text[:77] + "..."
 
 
 def trial_line(event: Event) -> str:

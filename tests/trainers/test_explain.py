@@ -3,6 +3,9 @@ the events and checkpoints already written intact."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import torch
 from torch import nn
 from trainer_runs import events, make_config, make_run, train
 
+from console.run_state import RunState
 from trainers.guards import explain
 from trainers.protocol import read_all, run_status
 from trainers.troubles import precision_probe
@@ -88,7 +92,19 @@ def failed_of(run: object) -> dict:
     assert events(run)[-1]["type"] == "failed" and run_status(run) == "failed"
     assert "\n" not in failed["cause"] and failed["hint"]
     assert all(isinstance(e, dict) for e in read_all(run.events))  # every line still parses
+    shown(run, failed["cause"], failed["hint"])
     return failed
+
+
+def shown(run: object, cause: str, hint: str, field: str = "cause") -> None:
+    """`trainconsole logs` prints the whole cause and hint, and the console's log pane holds both."""
+    logs = subprocess.run([sys.executable, "-m", "console", "logs", run.id], capture_output=True, text=True,
+                          env={**os.environ, "TRAINCONSOLE_HOME": str(run.path.parents[1])}, check=True)
+    assert f"{field}={cause}" in logs.stdout and f"hint={hint}" in logs.stdout
+    console = RunState(run.id)
+    for event in events(run):
+        console.apply(event)
+    assert any(cause in note.text and note.hint == hint for note in console.notes)
 
 
 def test_shape_mismatch_names_the_layer_and_shapes(tc_home: Path, tmp_path: Path) -> None:
@@ -113,6 +129,7 @@ def test_nonfinite_skip_drops_the_step_and_counts_it(tc_home: Path, tmp_path: Pa
                     train={"nonfinite": "skip", "epochs": 2})
     (warning,) = [e for e in events(run, "warning") if e["code"] == "nonfinite_skipped"]
     assert warning["step"] == 3 and warning["skipped"] == 1 and "lower train.lr" in warning["hint"]
+    shown(run, warning["message"], warning["hint"], "message")
     (finished,) = events(run, "finished")
     assert finished["skipped_steps"] == 1 and finished["val_loss"] == pytest.approx(finished["val_loss"])
     state = torch.load(run.last_ckpt, weights_only=True)
