@@ -76,7 +76,10 @@ def test_a_model_that_hoards_activations_is_caught(tc_home: Path, tmp_path: Path
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["digits.toml", "digits_ddp.toml"])
+#: Every example that trains in seconds; the resnet18, memory-cap and two-node examples take minutes and
+#: are checked by benchmarks/leak_check.py (docs/BENCHMARKS.md "Leak warnings").
+@pytest.mark.parametrize("name", ["digits.toml", "digits_ddp.toml", "digits_dp.toml",
+                                  "digits_model_parallel.toml"])
 def test_examples_trained_as_long_never_warn(tc_home: Path, name: str) -> None:
     run = make_run(tc_home, example(name, epochs=EPOCHS))
     assert train(run, timeout=300) == 0

@@ -111,7 +111,9 @@ def test_a_search_whose_every_trial_fails_is_failed_with_the_first_cause(home: P
 @pytest.mark.parametrize(
     ("example", "sets"),
     [
-        ("tune_digits_grid.toml", ["tune.space.train.lr={grid=[0.05]}", "tune.max_t=1"]),
+        # batch_size = "auto": each trial finds its batch before training (else its loop would fail)
+        ("tune_digits_grid.toml",
+         ["tune.space.train.lr={grid=[0.05]}", "tune.max_t=1", 'train.batch_size="auto"']),
         ("tune_digits_optuna.toml", ["tune.num_samples=2", "tune.max_t=1"]),
         ("tune_digits_hyperopt.toml", ["tune.num_samples=2", "tune.max_t=1"]),
         ("tune_digits_bayesopt.toml", ["tune.num_samples=2", "tune.max_t=1"]),
