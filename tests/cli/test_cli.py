@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from processes import wait_for
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 DEMO = "examples/digits.toml"
@@ -30,16 +31,6 @@ def ls() -> dict[str, dict]:
 def events(home: Path, run_id: str) -> list[dict]:
     path = home / "runs" / run_id / "events.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start_long_run(home: Path, *extra: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from processes import gone
 
 REPO = Path(__file__).resolve().parents[2]
 EXE = str(Path(sys.executable).parent / "trainconsole")
@@ -84,17 +85,6 @@ def run_pids(home: Path) -> tuple[str, list[int]]:
     pid = json.loads((run / "run.json").read_text())["pid"]
     proc = psutil.Process(pid)
     return run.name, [pid, *(c.pid for c in proc.children(recursive=True))]
-
-
-def gone(pids: list[int]) -> bool:
-    """None of the pids runs (a zombie counts as gone)."""
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                return False
-        except psutil.NoSuchProcess:
-            continue
-    return True
 
 
 def test_launch_watch_and_kill_by_keys(term: Terminal, home: Path) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,17 +42,6 @@ def status(run_id: str) -> str:
     out = cli("ls", "--json")
     assert out.returncode == 0, out.stderr
     return {row["id"]: row for row in json.loads(out.stdout)}[run_id]["status"]
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 90.0, what: str = "condition") -> Any:
-    """Poll until `predicate()` is truthy; its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def tree(home: Path, run_id: str) -> list[psutil.Process]:

@@ -8,7 +8,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from script_helpers import FIXTURES, alive, cli, events, of_type, start, status, tree, wait_for
+from processes import wait_for
+from script_helpers import FIXTURES, alive, cli, events, of_type, start, status, tree
 
 from console.run_state import RunState
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from script_helpers import FIXTURES, alive, cli, of_type, start, status, tree, wait_for
+from processes import wait_for
+from script_helpers import FIXTURES, alive, cli, of_type, start, status, tree
 
 DDP = FIXTURES / "ddp_train.py"
 

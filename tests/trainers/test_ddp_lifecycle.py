@@ -13,7 +13,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from trainer_runs import ON_CPU, REPO, events, make_config, make_run, start, wait_for
+from processes import wait_for
+from trainer_runs import ON_CPU, REPO, events, make_config, make_run, start
 
 from console.services import runs
 from trainers import checkpoint, protocol

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainer_runs import events, make_config, make_run, start, wait_for
+from processes import wait_for
+from trainer_runs import events, make_config, make_run, start
 
 from trainers import checkpoint, models
 

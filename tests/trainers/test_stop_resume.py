@@ -6,7 +6,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from trainer_runs import events, make_config, make_run, start, train, wait_for
+from processes import wait_for
+from trainer_runs import events, make_config, make_run, start, train
 
 from trainers import checkpoint, protocol
 from trainers.protocol import dumps

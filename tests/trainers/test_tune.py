@@ -15,7 +15,7 @@ from typing import Any
 
 import psutil
 import pytest
-from trainer_runs import wait_for
+from processes import gone, wait_for
 
 from console.services import runs
 from trainers.protocol import RunDir, request_trial_stop
@@ -153,16 +153,6 @@ def listening(pids: dict[int, str]) -> list[str]:
             continue
         found += [c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN]
     return found
-
-
-def gone(pids: list[int]) -> bool:
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                return False
-        except psutil.NoSuchProcess:
-            continue
-    return True
 
 
 def test_stopping_one_trial_leaves_the_others_and_kill_leaves_no_ray_process(home: Path) -> None:

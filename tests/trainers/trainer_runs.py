@@ -6,8 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,14 +65,3 @@ def train(run: RunDir, *args: str, timeout: float = 120, pythonpath: str = "") -
 def events(run: RunDir, kind: str | None = None) -> list[dict[str, Any]]:
     """The run's events (of one kind, if given)."""
     return [e for e in read_all(run.events) if kind is None or e["type"] == kind]
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float = 60, what: str = "condition") -> Any:
-    """Poll until `predicate()` is truthy; return its value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
