@@ -194,9 +194,56 @@ def check_bf16(gpus: int) -> Result:
     return verdict("bf16", r, [] if ok else ["fell back from bf16"], f"{speed(r)}, {peak_mib(r)}")
 
 
+#: resnet18 at 32x32, batch 2048 under a 1 GiB cap: the whole batch's activations do not fit, a halving does.
+CAPPED = {"model": {"name": "resnet18"}, "train": {"batch_size": 2048, "max_steps": 3, "max_memory_mb": 1024},
+          "strategy": {"accelerator": "cuda"}}
+
+
+def check_oom_recovery(gpus: int) -> Result:
+    r = train("gpu-oom", model=CAPPED["model"], train={**CAPPED["train"], "memory_history": True},
+              strategy=CAPPED["strategy"])
+    ooms = r.all("oom_recovered")
+    if not ooms:
+        return verdict("CUDA OOM recovery under max_memory_mb", r, ["no oom_recovered event"], "")
+    last, top = ooms[-1], ooms[0].get("top_allocations") or []
+    problems = [p for p, bad in (
+        (f"device {last.get('device')}", not str(last.get("device")).startswith("cuda")),
+        (f"batch {last.get('batch_size')} not kept", last.get("batch_size") != 2048),
+        ("no memory snapshot written", not Path(str(ooms[0].get("snapshot"))).is_file()),
+        ("no top allocations in the event", not top)) if bad]
+    return verdict("CUDA OOM recovery under max_memory_mb", r, problems,
+                   f"{len(ooms)} recoveries, micro-batch {last.get('micro_batch')} x {last.get('accumulate')}"
+                   f", largest allocation {top[0] if top else '?'}, {speed(r)}")
+
+
+def check_auto_batch(gpus: int) -> Result:
+    r = train("gpu-auto-batch", model=CAPPED["model"], train={**CAPPED["train"], "batch_size": "auto"},
+              strategy=CAPPED["strategy"])
+    finder = r.first("started").get("batch_finder") or {}
+    trials = finder.get("trials") or []
+    problems = [p for p, bad in (
+        (f"searched on {finder.get('device')}", not str(finder.get("device")).startswith("cuda")),
+        ("no trial ran out of memory", all(ok for _, ok in trials)),
+        ("an OOM in the run after the search", bool(r.all("oom_recovered")))) if bad]
+    return verdict("batch_size = auto on the GPU", r, problems,
+                   f"batch {finder.get('per_process')}, {len(trials)} trials, {finder.get('seconds')} s")
+
+
+def check_histograms(gpus: int) -> Result:
+    r = train("gpu-histograms", strategy={"accelerator": "cuda"})
+    layers = r.first("histogram").get("layers") or {}
+    counts = [sum(entry.get("counts") or []) for entry in layers.values()]
+    ok = bool(layers) and all(counts)
+    return verdict("weight histogram events from CUDA tensors", r, [] if ok else [f"layers {list(layers)}"],
+                   f"{len(layers)} tensors, {sum(counts):,} values")
+
+
 CHECKS: list[tuple[str, Callable[[int], Result]]] = [
     ("single on cuda:0", check_single), ("dp", check_dp), ("ddp over nccl", check_ddp),
     ("model_parallel", check_model_parallel), ("fp16 with GradScaler", check_fp16), ("bf16", check_bf16),
+    ("CUDA OOM recovery under max_memory_mb", check_oom_recovery), ("batch_size = auto on the GPU",
+                                                                    check_auto_batch),
+    ("weight histogram events from CUDA tensors", check_histograms),
 ]
 
 
