@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LEVELS = " ▁▂▃▄▅▆▇█"
+KEEP = 256  # epochs kept per layer: the view shows the newest that fit its height
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Weights:
             while history and history[-1].epoch >= epoch:
                 history.pop()
             history.append(snap)
+            del history[:-KEEP]
 
     @property
     def names(self) -> list[str]:

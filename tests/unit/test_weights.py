@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from console.state import Board, RunState, plot_lines, weights_view
-from console.weights import Snapshot, Weights, rebin, rows, sparkline
+from console.weights import KEEP, Snapshot, Weights, rebin, rows, sparkline
 
 
 def hist(epoch: int, **layers: tuple[float, float, list[int]]) -> dict:
@@ -41,6 +41,9 @@ def test_events_build_layer_histories_and_a_replayed_epoch_replaces_the_old_one(
     assert [s.epoch for s in weights.layers["conv.weight"]] == [1, 2]
     assert weights.layers["conv.weight"][-1] == Snapshot(2, -9.0, 9.0, (0, 5, 0))
     assert [s.epoch for s in weights.layers["fc.bias"]] == [1, 2, 3]
+    for epoch in range(5, KEEP + 100):  # a long run keeps its newest epochs only
+        weights.apply(hist(epoch, fc_bias=(0.0, 1.0, [1])))
+    assert len(weights.layers["fc.bias"]) == KEEP and weights.layers["fc.bias"][-1].epoch == KEEP + 99
 
 
 def test_rows_show_the_newest_epochs_that_fit_on_one_axis() -> None:
