@@ -97,7 +97,9 @@ def test_launch_watch_and_kill_by_keys(term: Terminal, home: Path) -> None:
     run_id, pids = run_pids(home)
     maps = Path(f"/proc/{term.console_pid('c')}/maps").read_text()
     assert "torch" not in maps, "the console process loaded torch"
-    term.keys("c", "1", "k")
+    term.keys("c", "1", "h")  # the weights view: a row per finished epoch of the real run's first layer
+    term.wait("c", lambda s: "weights: 0.weight (1/8)" in s and re.search(r"ep\s+3 .*█", s), "histograms", 20)
+    term.keys("c", "h", "k")
     term.wait("c", lambda s: "Kill run" in s, "the confirm dialog", 10)
     term.keys("c", "y")
     term.wait("c", lambda s: re.search(r"killed\s", s), "status killed", 30)
