@@ -213,7 +213,8 @@ class TrainConsole(RunActions, App[None]):
             self._redraw_selection()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The trial keys (x, t) are shown and active only while a tune run is selected."""
+        """Keys that fit the selection: x and t for a tune run; h (and space) for other runs; [ ] in the
+        weights view."""
         if not self.dashboard and action != "quit":
             return None  # shown dimmed on the first frame, until the dashboard opens (a fraction of a second)
         run = self.board.runs.get(self.selected or "")
