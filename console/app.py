@@ -209,8 +209,9 @@ class TrainConsole(RunActions, App[None]):
         run_id = event.row_key.value
         if isinstance(event.data_table, RunsTable) and run_id != self.selected:
             self.selected = run_id
-            self.refresh_bindings()  # the trial keys show only for a tune run
-            self._redraw_selection()
+            if self.screen_stack:  # (a highlight can still arrive while the app closes down)
+                self.refresh_bindings()  # the trial keys show only for a tune run
+                self._redraw_selection()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that fit the selection: x and t for a tune run; h (and space) for other runs; [ ] in the

@@ -5,8 +5,8 @@ batch reaches the process's share of the training set, then bisects between the 
 failure, and keeps `MARGIN` of the result (memory varies from step to step). One step per trial (the
 Lightning finder takes 3; accelerate halves a failing batch instead of searching up).
 
-It runs once, in the run's main process, before the strategy is built, on the device the run's first
-process will use and under `train.max_memory_mb` (lifted again afterwards): every DDP rank then gets the
+It runs once, in a spawned child of the run's main process, before the strategy is built, on the device
+the run's first process will use and under `train.max_memory_mb`: every DDP rank then gets the
 same per-process batch, and the global `train.batch_size` becomes that times the world size. The result
 and the trials go into the `started` event (`batch_finder`). A resumed run takes the batch its checkpoint
 was trained with instead of searching again (memory use may differ now; OOM recovery covers that).
@@ -15,6 +15,7 @@ was trained with instead of searching again (memory use may differ now; OOM reco
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import resource
 import time
 from typing import Any
@@ -48,7 +49,7 @@ def resolve(config: Config, resume: str | None = None) -> Config:
     world = spec["nnodes"] * len(devices) if spec["name"] == "ddp" and devices else 1
     device = _device(config)
     start = time.monotonic()
-    found, trials = find(config, device, world)
+    found, trials = find_apart(config, device, world)
     resolved = copy.deepcopy(config)
     resolved["train"]["batch_size"] = found * world
     resolved["train"]["batch_finder"] = {"per_process": found, "world_size": world, "device": str(device),
@@ -65,6 +66,15 @@ def _saved_batch(path: str) -> tuple[int, dict[str, Any]] | None:
     train = saved.get("train") or {}
     batch = train.get("batch_size")
     return (batch, dict(train.get("batch_finder") or {})) if isinstance(batch, int) else None
+
+
+def find_apart(config: Config, device: torch.device, world: int) -> tuple[int, list[list[int]]]:
+    """`find` in a fresh (spawned) process, so the run starts as if no trial had run: the trials'
+    freed heap, the allocator's caches and oneDNN's primitive cache stay in that process. (In the same
+    process, under a CPU cap, a run could then not create oneDNN primitives for new micro-batch sizes
+    after an OOM: "could not create a primitive" all the way down to a micro-batch of 1.)"""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(find, (config, device, world))
 
 
 def find(config: Config, device: torch.device, world: int) -> tuple[int, list[list[int]]]:
