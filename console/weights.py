@@ -84,11 +84,14 @@ def rows(history: list[Snapshot], width: int, height: int) -> Rows | None:
 
 def rebin(snap: Snapshot, low: float, high: float, width: int) -> list[float]:
     """`snap`'s counts spread over `width` equal columns of [low, high], each bin in proportion to its
-    overlap with each column (a bin of zero width falls in one column)."""
+    overlap with each column."""
     columns = [0.0] * width
     span = (high - low) / width
     if span <= 0:
         columns[0] = float(sum(snap.counts))
+        return columns
+    if snap.high <= snap.low:  # every value equal (a bias at zero): one column
+        columns[_column(snap.low, low, span, width)] += sum(snap.counts)
         return columns
     step = (snap.high - snap.low) / len(snap.counts)
     for i, count in enumerate(snap.counts):
@@ -96,9 +99,6 @@ def rebin(snap: Snapshot, low: float, high: float, width: int) -> list[float]:
             continue
         a = snap.low + i * step
         b = a + step
-        if step <= 0:
-            columns[_column(a, low, span, width)] += count
-            continue
         for j in range(_column(a, low, span, width), _column(b, low, span, width) + 1):
             overlap = min(b, low + (j + 1) * span) - max(a, low + j * span)
             columns[j] += count * max(0.0, overlap) / step

@@ -29,8 +29,9 @@ def compact(model: nn.Module, bins: int = BINS) -> dict[str, dict[str, Any]]:
         if not (math.isfinite(low) and math.isfinite(high)):  # NaN/Inf weights: no bins, say so
             layers[name] = {"min": None, "max": None, "counts": []}
             continue
-        counts = torch.histc(values, bins=bins, min=low, max=high) if high > low else None
-        layers[name] = {"min": float(f"{low:.6g}"), "max": float(f"{high:.6g}"),
-                        "counts": [int(c) for c in counts.tolist()] if counts is not None
-                        else [values.numel()] + [0] * (bins - 1)}
+        if high > low:
+            counts = [int(c) for c in torch.histc(values, bins=bins, min=low, max=high).tolist()]
+        else:  # every value equal: all in the first bin
+            counts = [values.numel()] + [0] * (bins - 1)
+        layers[name] = {"min": float(f"{low:.6g}"), "max": float(f"{high:.6g}"), "counts": counts}
     return layers

@@ -17,6 +17,7 @@ class WeightHistogram(Static):
         super().__init__(id=id, classes=classes)
         self.history: list[Snapshot] = []
         self.message = "no run selected"
+        self._key: tuple[object, ...] | None = None
 
     def on_mount(self) -> None:
         """Title the pane."""
@@ -24,7 +25,10 @@ class WeightHistogram(Static):
 
     def show(self, history: list[Snapshot], title: str, message: str = "") -> None:
         """Draw `history` (one layer, oldest epoch first) under `title`, or `message` if it is empty."""
-        self.history, self.message = history, message
+        key = (id(history), len(history), history[-1] if history else None, title, message)
+        if key == self._key:  # the plot's timer calls this while the run trains: redraw only news
+            return
+        self._key, self.history, self.message = key, history, message
         self.border_title = title
         self.border_subtitle = "[ ] layer · h loss plot"
         self.refresh()
