@@ -24,8 +24,8 @@ from console_common import machine
 from textual.geometry import Region
 
 from console.app import TrainConsole
+from console.core.state import plot_view
 from console.services.gpu import SimulatedGpus
-from console.state import plot_view
 from console.widgets.loss_plot import LossPlot
 
 

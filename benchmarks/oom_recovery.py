@@ -3,7 +3,7 @@ lost, and throughput after recovery against a run started at the recovered micro
 
 Each case runs in a fresh process (the cap is a per-process rlimit): small_cnn on 1x32x32 inputs, batch
 256, SGD, 1 thread, `train.max_memory_mb = 100` (the full batch does not fit), `STEPS` steps through the
-trainer's own Stepper (trainers/troubles/stepper.py), each step timed on the wall clock.
+trainer's own Stepper (trainers/step.py), each step timed on the wall clock.
 - recover: starts at micro-batch 256, runs out of memory on step 1, recovers to 128 x 2;
 - started_at_128: the same cap, started at micro-batch 128 (what a resumed run does);
 - uncapped: no cap, micro-batch 256 (the reference loss curve and weights);
@@ -33,9 +33,9 @@ def case(name: str) -> dict:
     from trainers.models import small_cnn
     from trainers.optim import Precision
     from trainers.protocol import defaults
+    from trainers.step import Stepper
     from trainers.strategies.single import SingleDevice
     from trainers.troubles import memory_cap
-    from trainers.troubles.stepper import Stepper
 
     torch.set_num_threads(1)
     config = defaults()

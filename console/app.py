@@ -20,11 +20,11 @@ from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import hangup
+from console.core.state import RANKINGS, Board, build_view, plot_view, weights_view
 from console.run_actions import RunActions
 from console.screens.help_screen import HelpScreen
 from console.screens.start_screen import StartScreen
 from console.services.tailer import RunsRead, Tailer
-from console.state import RANKINGS, Board, build_view, plot_view, weights_view
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
 

@@ -17,7 +17,7 @@ from . import run_options
 if TYPE_CHECKING:
     from trainers.protocol.tune_config import load_tune
 
-    from . import render
+    from .core import render
     from .services import runs, script_runs
 
 USAGE_ERROR = 2
@@ -89,7 +89,7 @@ def _import_commands() -> None:
     global load_tune, render, runs, script_runs
     from trainers.protocol.tune_config import load_tune
 
-    from . import render
+    from .core import render
     from .services import runs, script_runs
 
 

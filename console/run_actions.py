@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
-from console.leaderboard import Search, Trial
+from console.core.leaderboard import Search, Trial
+from console.core.state import Board
 from console.services.tailer import Tailer
-from console.state import Board
 from console.widgets.runs_table import RunsTable
 from trainers import protocol
 

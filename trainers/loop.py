@@ -17,11 +17,11 @@ import torch.nn.functional as F
 from . import checkpoint, histograms, setup
 from .meter import StepMeter
 from .optim import LrSchedule
+from .step import Stepper
 from .strategies import Strategy, make_strategy
 from .tb_export import TensorBoardExport
 from .troubles import batch_finder, memory_cap, precision_probe
 from .troubles.leaks import LeakWatch
-from .troubles.stepper import Stepper
 
 Config = dict[str, dict[str, Any]]
 

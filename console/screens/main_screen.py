@@ -11,10 +11,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Tab, Tabs
 
+from console.core.state import PlotLine, View
+from console.core.weights import Snapshot
 from console.screens.path_screen import PathScreen
 from console.services.gpu import Devices
-from console.state import PlotLine, View
-from console.weights import Snapshot
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.leaderboard import Leaderboard
 from console.widgets.loss_plot import LossPlot

@@ -1,7 +1,7 @@
 """Starting runs the ways the CLI and the setup pane ask for: a script as a run, and queued runs.
 
 A script run's leader is `python -m trainers.scripts RUN_DIR`; a queued run's leader is first the queue
-waiter (`python -m trainers.scripts.queue RUN_DIR -- COMMAND`), which becomes COMMAND (exec, same pid)
+waiter (`python -m trainers.queue RUN_DIR -- COMMAND`), which becomes COMMAND (exec, same pid)
 once the run's devices have room. Both go through `runs.launch`, so they get the same run directory,
 lock, pid + start-time record, stop and kill as any run.
 """
@@ -26,7 +26,7 @@ COMMANDS = {
     "tune": [sys.executable, "-m", "trainers.tune", "{run_dir}"],
     "script": [sys.executable, "-m", "trainers.scripts", "{run_dir}"],
 }
-QUEUE_WAITER = [sys.executable, "-m", "trainers.scripts.queue", "{run_dir}", "--"]
+QUEUE_WAITER = [sys.executable, "-m", "trainers.queue", "{run_dir}", "--"]
 
 
 def script_config(config_path: str | None, sets: list[str], script: dict[str, Any],

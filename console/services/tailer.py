@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from textual.message import Message
 
-from console.run_update import RunUpdate, count_events, merge
+from console.core.run_update import RunUpdate, count_events, merge
 from trainers.protocol import RunDir, process_alive
 
 from .tracked_run import CHUNK, TrackedRun

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from console.run_state import Event, Note, RunState
-from console.run_update import RunUpdate
+from console.core.run_state import Event, Note, RunState
+from console.core.run_update import RunUpdate
 from trainers.protocol import RunDir
 
 from .jsonl import parse

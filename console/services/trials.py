@@ -1,19 +1,13 @@
-"""A tune run's trials from the console: stop one, or train one's config as a full run."""
+"""A tune run's trials from the console: train one's config as a full run."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from trainers import protocol
 from trainers.protocol import Config, RunDir, tune_config
 
 from . import runs
-
-
-def stop_trial(run: RunDir, trial_id: str) -> None:
-    """Ask the tune driver to stop this trial only (the search goes on)."""
-    protocol.request_trial_stop(run, trial_id)
 
 
 def trial_config(run: RunDir, searched: dict[str, Any]) -> Config:

@@ -10,8 +10,8 @@ from rich.console import Group
 from rich.text import Text
 from textual.widget import Widget
 
+from console.core.state import human_bytes, middle
 from console.services.gpu import Devices
-from console.state import human_bytes, middle
 
 GLYPHS = ("█", "▓", "▒", "▚", "▞", "▙")
 COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual_plotext import PlotextPlot
 
-from console.state import PlotLine
+from console.core.state import PlotLine
 
 #: One run: a colour per kind of line. Several runs: a colour per run (the selected run first).
 KIND_COLORS = {"train": "cyan", "val_loss": "yellow", "val_acc": "green"}

@@ -11,7 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from console.state import Note, duration
+from console.core.run_state import Note
+from console.core.state import duration
 
 LEVEL_STYLES = {"info": ("·", "dim"), "warning": ("⚠", "yellow"), "error": ("✖", "bold red")}
 TRACEBACK_LINES = 6

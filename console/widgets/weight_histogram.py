@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from console.weights import Rows, Snapshot, rows
+from console.core.weights import Rows, Snapshot, rows
 
 LABEL = 7  # "ep  12 " before each row
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from trainer_runs import events, make_config, make_run, train
 
-from console.run_state import RunState
+from console.core.run_state import RunState
 from trainers.guards import explain
 from trainers.protocol import read_all, run_status
 from trainers.troubles import precision_probe

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.leaderboard import Search, rows, searched, status_text
-from console.run_state import RunState
+from console.core.leaderboard import Search, rows, searched, status_text
+from console.core.run_state import RunState
 
 
 def trial(tid: str, number: int, status: str, iteration: int, acc: float | None = None, **extra: Any) -> dict:

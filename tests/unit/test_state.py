@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from console.history import Series
-from console.state import (
+from console.core.history import Series
+from console.core.run_state import RunState
+from console.core.state import (
     Board,
-    RunState,
     build_view,
     duration,
     human_bytes,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from console.state import Board, RunState, plot_lines, weights_view
-from console.weights import KEEP, Snapshot, Weights, rebin, rows, sparkline
+from console.core.run_state import RunState
+from console.core.state import Board, plot_lines, weights_view
+from console.core.weights import KEEP, Snapshot, Weights, rebin, rows, sparkline
 
 
 def hist(epoch: int, **layers: tuple[float, float, list[int]]) -> dict:

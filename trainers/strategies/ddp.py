@@ -1,6 +1,6 @@
 """DistributedDataParallel: one spawned process per device, on one node or several.
 
-In the run's main process `launch` only spawns and watches the ranks (trainers/launcher.py); each rank
+In the run's main process `launch` only spawns and watches the ranks (strategies/launcher.py); each rank
 then runs the one training loop with this strategy bound to its device (`run_rank`). Rendezvous is
 torch.distributed's env:// (MASTER_ADDR/MASTER_PORT); global rank = node_rank * local_world + local_rank.
 gloo without CUDA, nccl with it. Test hook: `TRAINCONSOLE_FAIL_RANK=R` with `TRAINCONSOLE_FAIL_AT_STEP=N`
@@ -22,10 +22,10 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import Sampler
 
-from .. import launcher
 from ..guards import StrategyUnavailable
 from ..protocol import RunDir
 from ..signals import StopFlag
+from . import launcher
 from .base import Config, Strategy
 from .devices import resolve
 from .rank_sync import RankSync

@@ -1,4 +1,4 @@
-"""`python -m trainers.scripts.queue RUN_DIR -- COMMAND...`: a queued run's waiter, then the run itself.
+"""`python -m trainers.queue RUN_DIR -- COMMAND...`: a queued run's waiter, then the run itself.
 
 The waiter is the run's leader while it waits (so `ls` says `queued`, `kill` removes it and a console or
 SSH link may come and go: no daemon). It starts the run, by exec'ing COMMAND in its own process (same
@@ -28,7 +28,7 @@ SETTLE_S = float(os.environ.get("TRAINCONSOLE_QUEUE_SETTLE_S", "15"))
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """RUN_DIR, then `--` and the command that runs the run."""
-    parser = argparse.ArgumentParser(prog="python -m trainers.scripts.queue")
+    parser = argparse.ArgumentParser(prog="python -m trainers.queue")
     parser.add_argument("run_dir")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS...")
     args = parser.parse_args(argv)

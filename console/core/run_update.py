@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.run_state import Event, Note, RunState
+from console.core.run_state import Event, Note, RunState
 
 
 @dataclass

@@ -10,13 +10,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any as Object
 
-from console import leaderboard
-from console.run_state import Event, Note, RunState
-from console.run_update import RunUpdate
-from console.weights import Snapshot
-
-__all__ = ["COLUMNS", "Board", "Note", "PlotLine", "RunState", "View", "build_view", "duration",
-           "human_bytes", "middle", "plot_lines", "plot_view", "rank", "row", "weights_view"]
+from console.core import leaderboard
+from console.core.run_state import Event, Note, RunState
+from console.core.run_update import RunUpdate
+from console.core.weights import Snapshot
 
 #: The runs table's columns: key and header.
 COLUMNS = (

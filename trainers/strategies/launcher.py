@@ -24,9 +24,9 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
-from . import reaper
-from .guards import TrainerError, explain, traceback_tail
-from .signals import StopFlag, install_stop_handlers
+from .. import reaper
+from ..guards import TrainerError, explain, traceback_tail
+from ..signals import StopFlag, install_stop_handlers
 
 POLL_S = 0.1
 

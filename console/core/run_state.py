@@ -1,6 +1,6 @@
 """One run as the console sees it, built from its events: status, latest metrics, histories, notes.
 
-Pure: no Textual, no I/O. The tailer thread applies events here; `console.state` turns runs into rows.
+Pure: no Textual, no I/O. The tailer thread applies events here; `console.core.state` turns runs into rows.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.history import Series
-from console.leaderboard import Search
-from console.weights import Weights
+from console.core.history import Series
+from console.core.leaderboard import Search
+from console.core.weights import Weights
 from trainers.protocol import FINAL, Event, derive_status
 
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.history import Series
+from console.core.history import Series
 
 Event = dict[str, Any]
 

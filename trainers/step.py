@@ -31,10 +31,10 @@ from torch import nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from ..guards import one_line
-from .explain import pointed
-from .forensics import MemoryHistory
-from .oom import OutOfMemory, free, is_oom, memory_at
+from .guards import one_line
+from .troubles.explain import pointed
+from .troubles.forensics import MemoryHistory
+from .troubles.oom import OutOfMemory, free, is_oom, memory_at
 
 INJECTED = "DefaultCPUAllocator: can't allocate memory: injected by TRAINCONSOLE_OOM_AT"
 
