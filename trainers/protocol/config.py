@@ -128,6 +128,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "histogram_every": Field(int, 1, _at_least(1),
                                  "epochs between weight histograms (events; TensorBoard when on)"),
         "memory_history": Field(bool, False, help="GPU: record allocations, snapshot at an out-of-memory"),
+        "grad_clip_norm": Field(float, 0.0, _at_least(0),
+                                "0 = off; clip the gradients' total norm after accumulation, every strategy"),
+        "disk_full_wait_s": Field(float, 1800.0, _at_least(0),
+                                  "on a full disk, pause and retry this long before failing"),
     },
     "strategy": {
         "name": Field(str, "single", _one_of("single", "dp", "ddp", "model_parallel")),
