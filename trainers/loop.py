@@ -193,6 +193,7 @@ class Training:
     def evaluate(self) -> tuple[float, float]:
         """(val_loss, val_acc) over the validation set, combined across processes."""
         self.model.eval()
+        self.stepper.sync_buffers()  # every rank evaluates with rank 0's BatchNorm statistics
         totals = None
         for x, y in self.parts.val_batches.epoch(0):
             x, y = self.strategy.batch_to_device((x, y))

@@ -1,18 +1,22 @@
 """One optimizer step over a batch, in micro-batches, recovering from out-of-memory inside the run.
 
-On an OOM in forward or backward the step's tensors are dropped, memory is collected, the micro-batch
-is halved and the same batch is redone, accumulating gradients over `accumulate` micro-batches (each
-loss weighted by its share of the batch), so the effective batch stays `train.batch_size`.
+On an OOM in forward or backward the step's tensors are dropped, memory is collected, BatchNorm
+statistics are put back as they were before the step, the micro-batch is halved (from the largest
+micro-batch the batch really had) and the same batch is redone in `accumulate` near-equal micro-batches
+(each loss weighted by its share of the batch), so the effective batch stays `train.batch_size`.
 
 Under DDP with `train.oom = "recover"` gradients are not synchronised by DDP's backward hooks (an OOM on
 one rank in the middle of backward would leave the others waiting in an all-reduce for ever, as in
-mosaicml/composer #2117). Every micro-batch runs under `no_sync()`, then all ranks meet in one tiny
-all_gather of "did you fail?"; only when no rank failed are the gradients all-reduced (one flat buffer).
-Every rank therefore calls the same collectives in the same order, adopts the same micro-batch at the
-same step, and none can hang.
+mosaicml/composer #2117), and buffers are not broadcast by DDP's forward (its "broadcast at the next
+forward" flag is cleared only when a forward finishes, so after a mid-forward OOM on one rank the ranks'
+broadcasts no longer pair). Instead, through the strategy: rank 0's buffers are broadcast at the start of
+every attempt and before evaluation; every micro-batch runs under `no_sync()`, then all ranks learn who
+failed; only when no rank failed are the gradients averaged. Every rank calls the same collectives in the
+same order, adopts the same micro-batch at the same step, and none can hang.
 
 Test hook: `TRAINCONSOLE_OOM_AT="RANK:STEP:PHASE"` (phase forward or backward) makes global rank RANK
-raise the CPU allocator's out-of-memory error once, in that phase of its STEP-th optimizer step.
+raise the CPU allocator's out-of-memory error once, in that phase of its STEP-th optimizer step, from
+inside the model: a forward hook on a layer in its middle, or a gradient hook on that layer's output.
 """
 
 from __future__ import annotations
@@ -25,13 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
-from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from .guards import one_line
+from .guards import TrainerError, one_line
 from .troubles.explain import pointed
 from .troubles.forensics import MemoryHistory
 from .troubles.oom import OutOfMemory, free, is_oom, memory_at
@@ -61,14 +64,18 @@ class Stepper:
         self.micro_batch, self.recoveries = self.batch, 0
         self.recover = config["train"]["oom"] == "recover"
         self.cap_mb = config["train"]["max_memory_mb"]
+        self.clip = float(config["train"].get("grad_clip_norm") or 0.0)
         self.emit, self.num_classes = emit, num_classes
         self.config = config
         self.skip_nonfinite, self.skipped = config["train"]["nonfinite"] == "skip", 0
-        self.ddp = isinstance(model, DDP) and dist.is_initialized()
+        self.ddp = isinstance(model, DDP)
+        self.plain = model.module if self.ddp else model  # a replay or a split evaluation calls no collective
         self.own_sync = self.ddp and self.recover
-        self.group = getattr(getattr(strategy, "sync", None), "group", None)
+        if self.own_sync:
+            model.broadcast_buffers = False  # rank 0's buffers are broadcast by sync_buffers() instead
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.inject = injected_fault(strategy.global_rank)
+        self.statistics = [b for m in model.modules() if isinstance(m, _BatchNorm) for b in m.buffers()]
+        self.fault = Fault.from_env(strategy.global_rank)
         self.history = MemoryHistory(config["train"]["memory_history"], strategy.device, folder, emit)
 
     @property
@@ -89,50 +96,58 @@ class Stepper:
                 result = self._attempt(x, y, step)
                 if not isinstance(result, Failure):
                     return result
-                self._recover(result, step)
+                self._recover(result, step, x.shape[0])
         except Exception as exc:
-            plain = self.model.module if self.ddp else self.model  # a replay must call no collective
-            better = pointed(exc, plain, x, y, self.num_classes, self.config)
+            if self.micro_batch < min(self.batch, x.shape[0]) and too_small(exc):
+                raise MicroBatchTooSmall(self.micro_batch, self.recoveries) from exc
+            better = pointed(exc, self.plain, x, y, self.num_classes, self.config)
             if better is None:
                 raise
             raise better from exc
+
+    def sync_buffers(self) -> None:
+        """Before evaluation (every rank calls it): every rank evaluates with rank 0's statistics."""
+        if self.own_sync:
+            self.strategy.sync_buffers(self.plain)
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:
         """The model's output for evaluation, computed in micro-batches once training needed them."""
         if x.shape[0] <= self.micro_batch:
             return self.model(x)
-        model = self.model.module if self.ddp else self.model  # no collectives: ranks' shards differ
-        return torch.cat([model(part) for part in x.split(self.micro_batch)])
+        return torch.cat([self.plain(part) for part in x.split(self.micro_batch)])
 
     def _attempt(self, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor | Failure:
         self.optimizer.zero_grad(set_to_none=True)
-        parts = list(zip(x.split(self.micro_batch), y.split(self.micro_batch), strict=True))
+        if self.own_sync:
+            self.strategy.sync_buffers(self.plain)
+        saved = [b.clone() for b in self.statistics] if self.recover else []
+        count = math.ceil(x.shape[0] / self.micro_batch)
+        parts = list(zip(x.tensor_split(count), y.tensor_split(count), strict=True))  # near-equal sizes
         total: torch.Tensor | None = None
-        for i, (xs, ys) in enumerate(parts):
-            weight = 1.0 if len(parts) == 1 else xs.shape[0] / x.shape[0]
-            loss = self._micro(xs, ys, weight, step, last=i == len(parts) - 1)
-            if self.own_sync:
-                loss = self._agree(loss)
-            if isinstance(loss, Failure):
-                return loss
-            total = loss if total is None else total + loss
+        with self.fault.armed(self.plain, step):
+            for i, (xs, ys) in enumerate(parts):
+                weight = 1.0 if len(parts) == 1 else xs.shape[0] / x.shape[0]
+                loss = self._micro(xs, ys, weight, step, last=i == len(parts) - 1)
+                if self.own_sync:
+                    loss = self._agree(loss)
+                if isinstance(loss, Failure):
+                    self._restore(saved)
+                    return loss
+                total = loss if total is None else total + loss
         assert total is not None
-        if self.skip_nonfinite and not self._finite(total):
+        if self.skip_nonfinite and not self.strategy.all_finite(bool(torch.isfinite(total))):
             self._skip(step)
             return None
         if self.own_sync:
-            self._all_reduce_grads()
+            self.strategy.average_gradients(self.params)
         self._optimizer_step()
         return total
 
-    def _finite(self, loss: torch.Tensor) -> bool:
-        """Whether every rank's loss is finite (`train.nonfinite = "skip"`: one host sync per step)."""
-        finite = bool(torch.isfinite(loss))
-        if not self.ddp:
-            return finite
-        flag = torch.tensor([0.0 if finite else 1.0], dtype=torch.float64)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self.group)
-        return flag.item() == 0
+    def _restore(self, saved: list[torch.Tensor]) -> None:
+        """BatchNorm statistics as they were before the failed attempt (its forward may have moved them)."""
+        with torch.no_grad():
+            for b, before in zip(self.statistics, saved, strict=True):
+                b.copy_(before)
 
     def _skip(self, step: int) -> None:
         """Drop this step's gradients; warn at the 1st, 10th, 100th ... skipped step."""
@@ -150,13 +165,11 @@ class Stepper:
         phase = "forward"
         try:
             with self._no_sync(last):
-                self._maybe_inject(step, phase)
                 with self.precision.autocast():
                     loss = F.cross_entropy(self.model(x), y)
                 if weight != 1.0:
                     loss = loss * weight
                 phase = "backward"
-                self._maybe_inject(step, phase)
                 scaler = self.precision.scaler
                 (scaler.scale(loss) if scaler is not None else loss).backward()
             return loss.detach()
@@ -172,46 +185,39 @@ class Stepper:
         return contextlib.nullcontext()
 
     def _agree(self, result: torch.Tensor | Failure) -> torch.Tensor | Failure:
-        """All ranks learn which of them failed this micro-batch (one tiny all_gather, on CPU)."""
-        flag = torch.tensor([1.0 if isinstance(result, Failure) else 0.0], dtype=torch.float64)
-        table = [torch.empty_like(flag) for _ in range(dist.get_world_size(self.group))]
-        dist.all_gather(table, flag, group=self.group)
-        failed = [rank for rank, row in enumerate(table) if row.item() > 0]
+        """All ranks learn which of them failed this micro-batch; a rank that was fine drops its work too."""
+        failed = self.strategy.failed_ranks(isinstance(result, Failure))
         if not failed:
             return result
-        if not isinstance(result, Failure):  # this rank was fine; it drops its work like the others
+        if not isinstance(result, Failure):
             result = Failure("other rank", f"rank {failed[0]} ran out of memory",
                              memory_at(self.strategy.device))
         result.ranks = failed
         return result
 
-    def _all_reduce_grads(self) -> None:
-        """Average gradients over ranks in one flat all-reduce (what DDP's hooks would have done)."""
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
-        flat = _flatten_dense_tensors(grads)
-        dist.all_reduce(flat)
-        flat /= dist.get_world_size()
-        for p, g in zip(self.params, _unflatten_dense_tensors(flat, grads), strict=True):
-            p.grad = g
-
     def _optimizer_step(self) -> None:
         scaler = self.precision.scaler
+        if self.clip > 0:  # after accumulation and averaging: the norm of the whole batch's gradient
+            if scaler is not None:
+                scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.params, self.clip)
         if scaler is None:
             self.optimizer.step()
             return
         scaler.step(self.optimizer)
         scaler.update()
 
-    def _recover(self, failure: Failure, step: int) -> None:
-        """Free memory, halve the micro-batch (or give up below 1), and say so."""
+    def _recover(self, failure: Failure, step: int, length: int) -> None:
+        """Free memory, halve the largest micro-batch the batch had (or give up at 1), and say so."""
         self.optimizer.zero_grad(set_to_none=True)
         free(self.strategy.device)
-        if self.micro_batch <= 1:
+        largest = math.ceil(length / math.ceil(length / self.micro_batch))
+        if largest <= 1:
             error = OutOfMemory(f"out of memory at a micro-batch of 1 on {self.strategy.device} "
                                 f"(step {step + 1}, {failure.phase}): {failure.cause}", hint=self._hint())
             error.event_fields = {"memory": failure.memory, **failure.forensics}
             raise error
-        self.micro_batch //= 2
+        self.micro_batch = largest // 2
         self.recoveries += 1
         world = self.strategy.world_size
         self.emit("oom_recovered", micro_batch=self.micro_batch, accumulate=self.accumulate,
@@ -223,15 +229,65 @@ class Stepper:
         cap = f"raise train.max_memory_mb (now {self.cap_mb}), " if self.cap_mb else ""
         return f"one sample does not fit: {cap}pick a smaller model or data.image_size, or precision bf16"
 
-    def _maybe_inject(self, step: int, phase: str) -> None:
-        if self.inject and self.inject == (step + 1, phase):
-            self.inject = None
+
+class MicroBatchTooSmall(TrainerError):
+    """Out-of-memory recovery drove the micro-batch below what the model can train on."""
+
+    def __init__(self, micro_batch: int, recoveries: int) -> None:
+        super().__init__(f"the model cannot train on a micro-batch of {micro_batch} (BatchNorm needs more "
+                         f"than one value per channel), where {recoveries} out-of-memory recoveries drove it")
+        self.hint = ("too few samples fit in memory for BatchNorm: raise train.max_memory_mb, lower "
+                     "data.image_size or pick a smaller model; or use a model with GroupNorm/LayerNorm")
+
+
+def too_small(exc: BaseException) -> bool:
+    """BatchNorm's refusal of a micro-batch with one value per channel."""
+    return isinstance(exc, ValueError) and "Expected more than 1 value per channel" in str(exc)
+
+
+class Fault:
+    """The test hook's out-of-memory error, raised once from inside the model (where real ones strike)."""
+
+    def __init__(self, step: int = 0, phase: str = "") -> None:
+        self.step, self.phase = step, phase
+
+    @classmethod
+    def from_env(cls, rank: int) -> Fault:
+        """`TRAINCONSOLE_OOM_AT="RANK:STEP:PHASE"` for this rank, or a fault that never fires."""
+        spec = os.environ.get("TRAINCONSOLE_OOM_AT", "").split(":")
+        if len(spec) != 3 or spec[0] != str(rank):
+            return cls()
+        return cls(int(spec[1]), spec[2])
+
+    @contextlib.contextmanager
+    def armed(self, model: nn.Module, step: int) -> Any:
+        """At the fault's step: hooks on the model's later layers; the first of them to run fires."""
+        if step + 1 != self.step:
+            yield
+            return
+        handles = [layer.register_forward_hook(self._forward_hook) for layer in later_half(model)]
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def _forward_hook(self, module: nn.Module, inputs: Any, output: Any) -> None:
+        if not self.step:
+            return
+        if self.phase == "forward":
+            self._fire()
+        elif isinstance(output, torch.Tensor) and output.requires_grad:
+            output.register_hook(lambda grad: self._fire())
+
+    def _fire(self) -> None:
+        if self.step:
+            self.step = 0
             raise RuntimeError(INJECTED)
 
 
-def injected_fault(rank: int) -> tuple[int, str] | None:
-    """(step, phase) of the test hook's out-of-memory error for `rank`, or None."""
-    spec = os.environ.get("TRAINCONSOLE_OOM_AT", "").split(":")
-    if len(spec) != 3 or spec[0] != str(rank):
-        return None
-    return int(spec[1]), spec[2]
+def later_half(model: nn.Module) -> list[nn.Module]:
+    """The second half of the model's layers that hold parameters, in registration order: the first of
+    them that runs is in the middle of the forward (whatever wraps or splits the model)."""
+    leaves = [m for m in model.modules() if not list(m.children()) and any(True for _ in m.parameters())]
+    return leaves[len(leaves) // 2:] or [model]

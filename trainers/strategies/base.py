@@ -146,6 +146,20 @@ class Strategy:
         """Combine a tensor over all processes (`op` is "sum", "mean" or "max")."""
         return tensor
 
+    def failed_ranks(self, failed: bool) -> list[int]:
+        """The ranks whose micro-batch failed; every rank calls it at the same point of every step."""
+        return [self.global_rank] if failed else []
+
+    def all_finite(self, finite: bool) -> bool:
+        """Whether every rank's loss is finite."""
+        return finite
+
+    def average_gradients(self, params: list[nn.Parameter]) -> None:
+        """Average gradients over ranks after a step accumulated them without sync (ddp)."""
+
+    def sync_buffers(self, module: nn.Module) -> None:
+        """Give every rank global rank 0's buffers (BatchNorm statistics), as DDP's forward would."""
+
     def reduce_stop(self, stop: bool, force: bool = False) -> bool:
         """Whether to stop now, called after every step and (with `force`) at each epoch end.
 

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import Sampler
 
@@ -137,6 +138,44 @@ class DistributedDataParallel(Strategy):
         reduce_op = dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM
         dist.all_reduce(tensor, op=reduce_op)
         return tensor / self.world_size if op == "mean" else tensor
+
+    def failed_ranks(self, failed: bool) -> list[int]:
+        """One tiny all_gather of "did you fail?" on the CPU group."""
+        flag = torch.tensor([1.0 if failed else 0.0], dtype=torch.float64)
+        table = [torch.empty_like(flag) for _ in range(self.world_size)]
+        dist.all_gather(table, flag, group=self._cpu_group)
+        return [rank for rank, row in enumerate(table) if row.item() > 0]
+
+    def all_finite(self, finite: bool) -> bool:
+        flag = torch.tensor([0.0 if finite else 1.0], dtype=torch.float64)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._cpu_group)
+        return flag.item() == 0
+
+    def average_gradients(self, params: list[nn.Parameter]) -> None:
+        """What DDP's hooks would have done, in one flat all-reduce."""
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+        flat = _flatten_dense_tensors(grads)
+        dist.all_reduce(flat)
+        flat /= self.world_size
+        for p, g in zip(params, _unflatten_dense_tensors(flat, grads), strict=True):
+            p.grad = g
+
+    def sync_buffers(self, module: nn.Module) -> None:
+        """Broadcast rank 0's buffers, one flat tensor per dtype (DDP's own broadcast, at a point every
+        rank reaches: DDP's flag for it is cleared only when a forward finishes)."""
+        by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
+        for buffer in module.buffers():
+            by_dtype.setdefault(buffer.dtype, []).append(buffer)
+        with torch.no_grad():
+            for buffers in by_dtype.values():
+                flat = _flatten_dense_tensors(buffers)
+                dist.broadcast(flat, src=0)
+                for b, synced in zip(buffers, _unflatten_dense_tensors(flat, buffers), strict=True):
+                    b.copy_(synced)
+
+    @property
+    def _cpu_group(self) -> Any:
+        return self.sync.group if self.sync else None
 
     def reduce_stop(self, stop: bool, force: bool = False) -> bool:
         """Agreed stop: ranks meet every few steps (and at every `force`), never every step."""
