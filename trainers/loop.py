@@ -17,13 +17,13 @@ import torch.nn.functional as F
 from . import checkpoint, histograms, setup
 from .meter import StepMeter
 from .optim import LrSchedule
+from .protocol import Config
 from .step import Stepper
 from .strategies import Strategy, make_strategy
 from .tb_export import TensorBoardExport
 from .troubles import batch_finder, memory_cap, precision_probe
+from .troubles.divergence import DivergenceWatch
 from .troubles.leaks import LeakWatch
-
-Config = dict[str, dict[str, Any]]
 
 
 class Emitter(Protocol):
@@ -82,7 +82,8 @@ class Training:
         self.best_acc, self.metrics = -1.0, {}
         self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit,
                                self.parts.split.num_classes, getattr(run_dir, "path", None))
-        self.leaks = LeakWatch(warmup_steps=max(20, len(self.parts.train_batches)))  # the first epoch
+        self.leaks = LeakWatch(warmup_steps=min(max(20, len(self.parts.train_batches)), 200))  # epoch 1
+        self.divergence = DivergenceWatch()
         spec = config["train"]
         folder = getattr(run_dir, "path", None)  # None in probes that train without a run directory
         self.board = TensorBoardExport(folder, strategy.unwrap(self.model),
@@ -159,15 +160,21 @@ class Training:
         fields = self.meter.flush(self.step)
         if fields is not None:
             self.metrics["train_loss"] = fields["loss"]
-            leak = self.leaks.observe(self.step, fields["mem"])  # memory is read at step events only
-            if leak:
-                self.emit("warning", **leak)
             fields["mem"] = self.strategy.report_memory(fields["mem"])
+            self._watch(fields["mem"], fields["loss"])  # memory is read at step events only
             self.emit("step", step=self.step, epoch=epoch, lr=self.optimizer.param_groups[0]["lr"], **fields)
+
+    def _watch(self, mem: dict[str, Any], loss: float | None = None) -> None:
+        """Leak and divergence warnings (global rank 0, at step events and after evaluation)."""
+        for warning in (self.leaks.observe(self.step, mem), self.divergence.observe(self.step, loss)):
+            if warning:
+                self.emit("warning", **warning)
 
     def _end_epoch(self, epoch: int, complete: bool) -> None:
         """Evaluate, report, and checkpoint (last.pt always, best.pt when val_acc improved)."""
         val_loss, val_acc = self.evaluate()
+        if self.is_zero:  # evaluation's memory is watched too (outputs kept with their graphs)
+            self._watch(self.strategy.report_memory(self.meter.memory()))
         is_best = val_acc > self.best_acc
         self.best_acc = max(self.best_acc, val_acc)
         self.metrics.update(val_loss=val_loss, val_acc=val_acc, best_val_acc=self.best_acc)

@@ -84,3 +84,41 @@ def test_examples_trained_as_long_never_warn(tc_home: Path, name: str) -> None:
     run = make_run(tc_home, example(name, epochs=EPOCHS))
     assert train(run, timeout=300) == 0
     assert len(events(run, "step")) >= 8 and not leak_warnings(run)
+
+
+SLOW_LEAK = textwrap.dedent('''
+    import time
+
+    import torch
+    from torch import nn
+
+    KEPT = []
+
+    class SlowLeak(nn.Module):
+        """Keeps 0.5 MB per training step (no graph), and takes 0.1 s a step: a leak a window misses."""
+
+        def __init__(self, num_classes):
+            super().__init__()
+            self.fc = nn.Linear(64, num_classes)
+
+        def forward(self, x):
+            if self.training:
+                KEPT.append(torch.ones(128 * 1024))
+                time.sleep(0.1)
+            return self.fc(x.flatten(1))
+
+    def slow_leak(config, num_classes, input_shape):
+        return SlowLeak(num_classes)
+''')
+
+
+@pytest.mark.slow
+def test_a_slow_leak_is_caught_before_step_600(tc_home: Path, tmp_path: Path) -> None:
+    """0.5 MB a step at 0.1 s a step: 12 MB over the old 24-event window, under its 32 MB bar."""
+    (tmp_path / "tc_slow_leak.py").write_text(SLOW_LEAK)
+    config = example("digits.toml", epochs=20, max_steps=240)
+    config["model"]["name"] = "tc_slow_leak:slow_leak"
+    run = make_run(tc_home, config)
+    assert train(run, pythonpath=str(tmp_path), timeout=300) == 0
+    (warning,) = leak_warnings(run)
+    assert warning["step"] < 600 and 0.3 < warning["mb_per_step"] < 1.0, warning

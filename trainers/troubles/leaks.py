@@ -1,15 +1,18 @@
-"""Leak warnings: memory that grows steadily with every step after the warm-up.
+"""Leak warnings: memory that grows steadily with every step after the warm-up, however slowly.
 
 The caching allocator and the first epoch grow memory legitimately (detectron2 #163), so nothing is
-judged before `warmup_steps` after this process's first step event. After that, each `step` event's
-memory figure (CUDA allocated on a GPU, the process's RSS on a CPU: read at step events only, never per
-step) joins a sliding window; a least-squares line through it that rises by at least `min_growth_mb`
-with a good fit (R²) raises one `warning` with code `memory_leak` and the slope in MB per step.
+judged before `warmup_steps` after this process's first observation. After that, every observation (each
+`step` event, and each evaluation's end) adds to a whole-run series per memory figure: CUDA allocated per
+device and rank on GPUs, the resident set size of each process on a CPU. A series keeps at most `keep`
+points: when full, every other point goes (so it spans the whole run at a coarser grain). A series whose
+least-squares line, fitted through everything since the warm-up, rises by at least `min_growth_mb`, at
+`min_slope_mb` per step or more, with a good fit (R²), and still rises over its newer half, raises one
+`warning` with code `memory_leak` and the slope in MB per step. Judging the whole run, not a window of a
+few dozen events, is what catches a slow leak (0.5 MB a step at 0.1 s a step: docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 MB = 1 << 20
@@ -17,33 +20,71 @@ HINT = ("a tensor is kept across steps: `total_loss += loss` instead of `loss.it
         "or losses that keeps their graphs, or evaluation without torch.no_grad(); .detach() what you keep")
 
 
-class LeakWatch:
-    """Fed (step, memory) at step events; `observe` returns a warning's fields once, when memory leaks."""
+class Series:
+    """One memory figure over the whole run, decimated to at most `keep` points."""
 
-    def __init__(self, warmup_steps: int, window: int = 24, min_points: int = 8,
-                 min_growth_mb: float = 32.0, min_r2: float = 0.9) -> None:
-        self.warmup, self.min_points = warmup_steps, min_points
-        self.min_growth, self.min_r2 = min_growth_mb, min_r2
-        self.points: deque[tuple[int, float]] = deque(maxlen=window)
+    def __init__(self, keep: int) -> None:
+        self.keep, self.points, self.stride, self.seen = keep, [], 1, 0
+
+    def add(self, step: int, mb: float) -> None:
+        """Add a point (kept when it falls on the current stride)."""
+        if self.seen % self.stride == 0:
+            self.points.append((step, mb))
+            if len(self.points) > self.keep:
+                self.points, self.stride = self.points[::2], self.stride * 2
+        self.seen += 1
+
+
+class LeakWatch:
+    """Fed (step, mem) at step events; `observe` returns a warning's fields once, when memory leaks."""
+
+    def __init__(self, warmup_steps: int, keep: int = 256, min_points: int = 8, min_growth_mb: float = 32.0,
+                 min_slope_mb: float = 0.05, min_r2: float = 0.9) -> None:
+        self.warmup, self.keep, self.min_points = warmup_steps, keep, min_points
+        self.min_growth, self.min_slope, self.min_r2 = min_growth_mb, min_slope_mb, min_r2
+        self.series: dict[str, Series] = {}
         self.warned, self.first_step = False, -1
 
     def observe(self, step: int, mem: dict[str, Any]) -> dict[str, Any] | None:
-        """Add this step event's memory; the `warning` fields the first time the growth looks like a leak."""
+        """Add this observation's memory; the `warning` fields the first time a figure grows like a leak."""
         if self.first_step < 0:
-            self.first_step = step  # this process's first step event (a resumed run warms up again)
+            self.first_step = step  # this process's first observation (a resumed run warms up again)
         if self.warned or step - self.first_step <= self.warmup:
             return None
-        devices = mem.get("devices") or []
-        used, source = (devices[0]["allocated"], "CUDA allocated") if devices else (mem.get("rss", 0), "RSS")
-        self.points.append((step, used / MB))
-        slope, r2 = fit(list(self.points))
-        span = self.points[-1][0] - self.points[0][0]
-        if len(self.points) < self.min_points or slope * span < self.min_growth or r2 < self.min_r2:
+        for source, used in figures(mem).items():
+            series = self.series.setdefault(source, Series(self.keep))
+            series.add(step, used / MB)
+            found = self._judge(series.points)
+            if found:
+                self.warned = True
+                slope, span = found
+                return {"code": "memory_leak", "mb_per_step": round(slope, 3), "step": step, "source": source,
+                        "message": f"{source} grows {slope:.2f} MB per step (+{slope * span:.0f} MB over "
+                        f"{span} steps)", "hint": HINT}
+        return None
+
+    def _judge(self, points: list[tuple[int, float]]) -> tuple[float, int] | None:
+        """(slope, span) when the series rises steadily enough to be a leak."""
+        if len(points) < self.min_points:
             return None
-        self.warned = True
-        return {"code": "memory_leak", "mb_per_step": round(slope, 3), "step": step, "source": source,
-                "message": f"{source} grows {slope:.2f} MB per step (+{slope * span:.0f} MB over the last "
-                f"{span} steps)", "hint": HINT}
+        slope, r2 = fit(points)
+        span = points[-1][0] - points[0][0]
+        if slope < self.min_slope or slope * span < self.min_growth or r2 < self.min_r2:
+            return None
+        newer, _ = fit(points[len(points) // 2:])
+        return (slope, span) if newer >= slope / 2 else None  # a rise that levelled off is a warm-up
+
+
+def figures(mem: dict[str, Any]) -> dict[str, float]:
+    """Every figure to watch in a `mem` field: CUDA allocated per device (and rank), else each RSS."""
+    devices = mem.get("devices") or []
+    if devices:
+        return {f"CUDA allocated on {d['device']}" + (f" (rank {d['rank']})" if "rank" in d else ""):
+                float(d["allocated"]) for d in devices}
+    ranks = [r for r in mem.get("ranks") or [] if "rss" in r]
+    if ranks:
+        return {f"RSS of rank {r['rank']}": float(r["rss"]) for r in ranks}
+    return {"RSS": float(mem.get("rss", 0))}
 
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
