@@ -15,8 +15,8 @@ import torch.nn.functional as F
 from torch.utils.data import Dataset, Subset, TensorDataset
 
 from .guards import DataFilesMissing, TrainerError
+from .protocol import Config
 
-Config = dict[str, dict[str, Any]]
 IN_MEMORY_LIMIT = 1 << 30  # bytes of float32 images above which mnist/cifar10 stay lazy
 
 

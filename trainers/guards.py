@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-Config = dict[str, dict[str, Any]]
+from .protocol import Config
 
 
 class TrainerError(Exception):

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import importlib
 import itertools
-from typing import Any
 
 import torch
 from torch import nn
 
 from . import checkpoint
 from .guards import CheckpointError
+from .protocol import Config
 
-Config = dict[str, dict[str, Any]]
 AUX_HEAD_MODELS = ("googlenet", "inception_v3")  # their auxiliary heads would change the output type
 
 

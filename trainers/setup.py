@@ -15,9 +15,8 @@ from torch import nn
 from . import data, models
 from .batches import Batches, make_batches
 from .optim import Precision, make_optimizer
+from .protocol import Config
 from .strategies import Strategy
-
-Config = dict[str, dict[str, Any]]
 
 
 @dataclass

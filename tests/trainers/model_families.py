@@ -3,13 +3,11 @@ that must not pass on the demo's small_cnn alone: BatchNorm buffers, LayerNorm a
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 import torchvision
 from torch import nn
 
-Config = dict[str, dict[str, Any]]
+from trainers.protocol import Config
 
 
 def resnet18(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> nn.Module:

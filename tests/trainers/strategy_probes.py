@@ -15,10 +15,9 @@ from torch.utils.data import Dataset
 
 from trainers import data
 from trainers.loop import Training
+from trainers.protocol import Config
 from trainers.signals import StopFlag
 from trainers.strategies import Strategy
-
-Config = dict[str, dict[str, Any]]
 
 
 class Silent:

@@ -24,7 +24,8 @@ import torch
 from torch import nn
 from torch.utils.data import Sampler
 
-Config = dict[str, dict[str, Any]]
+from ..protocol import Config
+
 R = TypeVar("R")
 
 

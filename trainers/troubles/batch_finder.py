@@ -25,11 +25,11 @@ import torch.nn.functional as F
 
 from .. import data, models
 from ..optim import Precision, make_optimizer
+from ..protocol import Config
 from ..strategies.devices import resolve as resolve_devices
 from . import memory_cap
 from .oom import free, is_oom
 
-Config = dict[str, dict[str, Any]]
 MARGIN = 0.9
 
 
