@@ -14,6 +14,7 @@ import psutil
 import torch
 
 from .guards import NonFiniteLossError
+from .protocol.shapes import Mem
 
 
 class StepMeter:
@@ -59,7 +60,7 @@ class StepMeter:
         self.window_start, self.due_at = now, now + self.interval
         return fields
 
-    def memory(self) -> dict[str, Any]:
+    def memory(self) -> Mem:
         """Per-CUDA-device allocated/reserved/peak bytes and this process's resident set size."""
         devices = [{"device": str(d), "allocated": torch.cuda.memory_allocated(d),
                     "reserved": torch.cuda.memory_reserved(d), "peak": torch.cuda.max_memory_allocated(d)}

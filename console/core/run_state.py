@@ -13,6 +13,7 @@ from console.core.history import Series
 from console.core.leaderboard import Search
 from console.core.weights import Weights
 from trainers.protocol import FINAL, Event, derive_status
+from trainers.protocol.shapes import Mem
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class RunState:
     val_loss: float | None = None
     val_acc: float | None = None
     best_val_acc: float | None = None
-    mem: dict[str, Any] | None = None
+    mem: Mem | None = None
     t_first: float | None = None
     t_last: float | None = None
     events: int = 0

@@ -4,7 +4,6 @@ torch allocator figures."""
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from rich.console import Group
 from rich.text import Text
@@ -12,6 +11,7 @@ from textual.widget import Widget
 
 from console.core.state import human_bytes, middle
 from console.services.gpu import Devices
+from trainers.protocol.shapes import Mem
 
 GLYPHS = ("█", "▓", "▒", "▚", "▞", "▙")
 COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
@@ -26,7 +26,7 @@ class GpuBars(Widget):
         super().__init__(id=id, classes=classes)
         self.devices: Devices | None = None
         self.labels: dict[str, str] = {}
-        self.selected: tuple[str, dict[str, Any] | None] | None = None
+        self.selected: tuple[str, Mem | None] | None = None
 
     def show(self, devices: Devices | None, labels: dict[str, str]) -> None:
         """Draw a new snapshot; `labels` names each run id."""
@@ -35,7 +35,7 @@ class GpuBars(Widget):
             self.devices, self.labels = devices, labels
             self.refresh(layout=lines)
 
-    def show_run(self, label: str | None, mem: dict[str, Any] | None) -> None:
+    def show_run(self, label: str | None, mem: Mem | None) -> None:
         """Show the selected run's torch memory (from its latest `step` event), or nothing."""
         selected = None if label is None else (label, mem)
         if selected != self.selected:
@@ -103,7 +103,7 @@ class GpuBars(Widget):
             text.append(f"  host rss {human_bytes(mem['rss'])}\n")
 
 
-def _lines(selected: tuple[str, dict[str, Any] | None] | None) -> tuple[int, bool]:
+def _lines(selected: tuple[str, Mem | None] | None) -> tuple[int, bool]:
     mem = (selected or ("", None))[1] or {}
     return len(mem.get("devices") or []), bool(mem.get("ranks") or mem.get("rss"))
 

@@ -7,6 +7,8 @@ from typing import Any
 
 import psutil
 
+from ..protocol.shapes import DeviceMem, Mem
+
 
 class TreeMemory:
     """Samples the memory of a process and all its descendants."""
@@ -16,7 +18,7 @@ class TreeMemory:
         self.nvml = _nvml()
         self.peaks: dict[int, int] = {}
 
-    def __call__(self) -> dict[str, Any] | None:
+    def __call__(self) -> Mem | None:
         """`{"devices": [{"device", "allocated", "reserved", "peak"}], "rss": bytes}`; None if gone."""
         procs = _tree(self.pid)
         if not procs:
@@ -29,7 +31,7 @@ class TreeMemory:
                 continue
         return {"devices": self._devices({p.pid for p in procs}), "rss": rss}
 
-    def _devices(self, pids: set[int]) -> list[dict[str, Any]]:
+    def _devices(self, pids: set[int]) -> list[DeviceMem]:
         if self.nvml is None:
             return []
         found = []

@@ -25,6 +25,7 @@ from torch import nn
 from torch.utils.data import Sampler
 
 from ..protocol import Config
+from ..protocol.shapes import Mem
 
 R = TypeVar("R")
 
@@ -169,7 +170,7 @@ class Strategy:
         return stop
 
     # -- reporting ------------------------------------------------------------------------------------
-    def report_memory(self, mem: dict[str, Any]) -> dict[str, Any]:
+    def report_memory(self, mem: Mem) -> Mem:
         """The `mem` field of rank 0's `step` events, from this process's figures (ddp adds the others)."""
         return mem
 

@@ -17,6 +17,8 @@ import psutil
 import torch
 import torch.distributed as dist
 
+from ..protocol.shapes import Mem
+
 TARGET_S = 0.25  # seconds between agreements: bounds the stop latency, costs ~4 tiny collectives/s
 MAX_INTERVAL = 1000
 COLUMNS = ("stop", "interval", "gpu", "rss", "allocated", "reserved", "peak")
@@ -68,7 +70,7 @@ class RankSync:
         return [float(d.index), rss, float(cuda.memory_allocated(d)), float(cuda.memory_reserved(d)),
                 float(cuda.max_memory_allocated(d))]
 
-    def memory(self, local: dict[str, Any], local_world: int) -> dict[str, Any]:
+    def memory(self, local: Mem, local_world: int) -> Mem:
         """`local` (this rank's `mem`) with every rank's figures from the last meeting added."""
         if not self.rows:
             return local

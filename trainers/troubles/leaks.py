@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.shapes import Mem
+
 MB = 1 << 20
 HINT = ("a tensor is kept across steps: `total_loss += loss` instead of `loss.item()`, a list of outputs "
         "or losses that keeps their graphs, or evaluation without torch.no_grad(); .detach() what you keep")
@@ -45,7 +47,7 @@ class LeakWatch:
         self.series: dict[str, Series] = {}
         self.warned, self.first_step = False, -1
 
-    def observe(self, step: int, mem: dict[str, Any]) -> dict[str, Any] | None:
+    def observe(self, step: int, mem: Mem) -> dict[str, Any] | None:
         """Add this observation's memory; the `warning` fields the first time a figure grows like a leak."""
         if self.first_step < 0:
             self.first_step = step  # this process's first observation (a resumed run warms up again)
@@ -75,7 +77,7 @@ class LeakWatch:
         return (slope, span) if newer >= slope / 2 else None  # a rise that levelled off is a warm-up
 
 
-def figures(mem: dict[str, Any]) -> dict[str, float]:
+def figures(mem: Mem) -> dict[str, float]:
     """Every figure to watch in a `mem` field: CUDA allocated per device (and rank), else each RSS."""
     devices = mem.get("devices") or []
     if devices:
