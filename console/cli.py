@@ -54,6 +54,9 @@ def build_parser() -> Parser:
         sub.add_parser(name, help=f"{name} a run").add_argument("id")
     sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
                                      help="kill the run if it has not stopped after this long (default 30)")
+    trials = sub.add_parser("trials", help="a search's trials ranked, with parameter importance")
+    trials.add_argument("id")
+    trials.add_argument("--json", action="store_true")
     logs = sub.add_parser("logs", help="show a run's events")
     logs.add_argument("id")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
@@ -201,7 +204,22 @@ def cmd_logs(args: argparse.Namespace) -> int:
         time.sleep(0.2)
 
 
+def cmd_trials(args: argparse.Namespace) -> int:
+    """`trials ID [--json]`: a search's trials ranked by its metric, and each parameter's importance."""
+    from .services import search_report
+
+    run = _run(args.id)
+    search = search_report.search_of(run)
+    if search is None:
+        fail(f"id: {run.id} is not a tune run (see trainconsole ls: kind tune)")
+    if args.json:
+        print(json.dumps(search_report.report(run, search), indent=1))
+    else:
+        print(search_report.text(search))
+    return 0
+
+
 COMMANDS = {
     "run": cmd_run, "tune": cmd_tune, "ls": cmd_ls, "stop": cmd_stop, "kill": cmd_kill,
-    "resume": cmd_resume, "logs": cmd_logs,
+    "resume": cmd_resume, "logs": cmd_logs, "trials": cmd_trials,
 }

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console.core.history import Series
+from console.core.importance import importance
 
 Event = dict[str, Any]
 
@@ -74,6 +75,12 @@ class Search:
         return sorted(self.trials.values(),
                       key=lambda t: (t.best is None, sign * (t.best or 0.0), t.number, t.id))
 
+    def importance(self) -> list[tuple[str, float]]:
+        """Each searched parameter's share of the metric's variance over the trials that ended."""
+        ended = [(t.config, t.best) for t in self.trials.values()
+                 if t.best is not None and t.status not in ("pending", "running")]
+        return importance(ended)
+
     def leader(self) -> Trial | None:
         """The best trial so far (the search's own verdict once it has finished)."""
         if self.best_trial in self.trials:
@@ -112,6 +119,19 @@ def rows(search: Search) -> list[tuple[str, tuple[str, ...]]]:
         cells = (mark, name, status_text(trial), str(trial.iteration), metric, values)
         out.append((trial.id, cells))
     return out
+
+
+def importance_bars(search: Search, width: int = 20) -> list[str]:
+    """The parameter importance as ranked text bars: `lr        ████████████▌ 0.72`."""
+    ranked = search.importance()
+    name_width = max((len(key.rsplit(".", 1)[-1]) for key, _ in ranked), default=0)
+    return [f"{key.rsplit('.', 1)[-1]:<{name_width}} {_bar(score, width):<{width}} {score:.2f}"
+            for key, score in ranked]
+
+
+def _bar(fraction: float, width: int) -> str:
+    eighths = round(max(0.0, min(1.0, fraction)) * width * 8)
+    return "█" * (eighths // 8) + ("", "▏", "▎", "▍", "▌", "▋", "▊", "▉")[eighths % 8]
 
 
 def _short(value: Any) -> str:
