@@ -16,29 +16,26 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import hangup
-from console.core.state import RANKINGS, Board, build_view, plot_view, weights_view
+from console.core.state import RANKINGS, Board
+from console.frames import Frames
 from console.run_actions import RunActions
-from console.screens.help_screen import HelpScreen
 from console.screens.start_screen import StartScreen
-from console.services.tailer import RunsRead, Tailer
-from console.widgets.runs_table import RunsTable
+from console.services.tailer import Tailer
+from console.view_actions import ViewActions
 from trainers import protocol
 
 if TYPE_CHECKING:
     from console.screens.main_screen import MainScreen
     from console.services import gpu
 
-FRAME_S = 0.1  # at most 10 frames a second, and none when nothing changed
-PLOT_S = 0.5  # the plot (the costliest pane) at most twice a second
 DEVICES_S = 0.5  # NVML at 2 Hz
 DEMO = Path("examples/digits.toml")
 
 
-class TrainConsole(RunActions, App[None]):
+class TrainConsole(RunActions, ViewActions, Frames, App[None]):
     """Set up, launch, watch, stop and kill training runs."""
 
     CSS_PATH = "app.tcss"
@@ -125,115 +122,11 @@ class TrainConsole(RunActions, App[None]):
         self._stopping.set()
         self.tailer.stop()
 
-    # -- frames -------------------------------------------------------------------------------------
-
     def _tailer_failed(self, text: str) -> None:
         try:
             self.call_from_thread(self.notify, text, severity="error", timeout=8)
         except RuntimeError:  # the app is closing
             pass
-
-    def on_runs_read(self, message: RunsRead) -> None:
-        """The tailer read something: take it into the board, let it read on, draw it in the next frame."""
-        for update in message.updates.values():
-            self.board.take(update)
-        self.tailer.taken()
-        self.loaded = self.loaded or message.loaded
-        live = [r for r in self.board.runs.values() if r.status == "running"]
-        self._leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
-        self._schedule_frame()
-
-    def _tick(self) -> None:
-        for run in self.board.runs.values():
-            if run.status == "running":
-                self.board.mark(run.id)  # elapsed time moves on
-        self._schedule_frame()
-
-    def _schedule_frame(self) -> None:
-        if self._frame_timer is None:
-            wait = max(0.01, self._last_frame + FRAME_S - time.monotonic())
-            self._frame_timer = self.set_timer(wait, self.draw_frame)
-
-    def draw_frame(self) -> None:
-        """Put what changed since the last frame on screen (normally at most every FRAME_S)."""
-        self._frame_timer, self._last_frame = None, time.monotonic()
-        if not (self.screen_stack and self.dashboard):  # closing down, or opening (it redraws then)
-            return
-        main = self.main
-        changed = self.board.take_dirty() | self._force
-        view = build_view(self.board, self.clock(), self.selected, self.marked, self.ranking, changed)
-        self._force = set()
-        if view.selected != self.selected:
-            self.refresh_bindings()
-        self.selected, self._labels = view.selected, view.labels
-        main.show_view(view)
-        if self.devices is not None:
-            main.show_devices(self.devices, view.labels)
-        if self._select_next in view.labels:
-            main.query_one(RunsTable).select(self._select_next)
-            self._select_next = None
-        if view.plot_changed:
-            self._schedule_plot()
-
-    def _schedule_plot(self) -> None:
-        # Half a frame after the table, so the plot's render never delays the table's frame.
-        if not self._plot_scheduled:
-            self._plot_scheduled = True
-            self.set_timer(max(FRAME_S / 2, self._plot_next - time.monotonic()), self.draw_plot)
-
-    def draw_plot(self) -> None:
-        """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S)."""
-        self._plot_scheduled, self._plot_next = False, time.monotonic() + PLOT_S
-        if not (self.screen_stack and self.dashboard):
-            return
-        main = self.main
-        if self._showing_weights():
-            history, title, self.layer = weights_view(self.board, self.selected, self.layer)
-            main.show_weights(history, title, on=True)
-            return
-        main.show_weights([], "", on=False)
-        lines, title = plot_view(self.board, self.selected, self.marked, max(20, main.plot_width))
-        main.show_plot(lines, title, bool(self._labels))
-
-    def _showing_weights(self) -> bool:
-        run = self.board.runs.get(self.selected or "")
-        return self.weights_on and not (run is not None and run.kind == "tune")  # a search: its trials
-
-    def _redraw_selection(self) -> None:
-        self._force.add("*")
-        self._plot_next = 0.0  # the user asked for it: no waiting
-        self._schedule_frame()
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """The cursor moved: the plot, log and memory follow the selected run."""
-        run_id = event.row_key.value
-        if isinstance(event.data_table, RunsTable) and run_id != self.selected:
-            self.selected = run_id
-            if self.screen_stack:  # (a highlight can still arrive while the app closes down)
-                self.refresh_bindings()  # the trial keys show only for a tune run
-                self._redraw_selection()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that fit the selection: x and t for a tune run; h (and space) for other runs; [ ] in the
-        weights view."""
-        if not self.dashboard and action != "quit":
-            return None  # shown dimmed on the first frame, until the dashboard opens (a fraction of a second)
-        run = self.board.runs.get(self.selected or "")
-        tune = run is not None and run.kind == "tune"
-        if action in ("stop_trial", "train_trial"):
-            return tune
-        if action == "weights":  # a tune run's plot is its trials' curves
-            return not tune
-        if action == "mark":  # overlaid runs are drawn on the loss plot, not in the weights view
-            return not (tune or self.weights_on)
-        if action == "layer":
-            return self.weights_on and not tune
-        return True
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        """Enter on a run: show its plot when panes are tabs."""
-        if isinstance(event.data_table, RunsTable) and self.main.narrow:
-            self.main.show_pane("plot")
 
     # -- devices ------------------------------------------------------------------------------------
 
@@ -265,46 +158,6 @@ class TrainConsole(RunActions, App[None]):
         """A failed action is shown, never fatal."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.notify(f"{event.worker.name}: {event.worker.error}", severity="error", timeout=8)
-
-    def action_mark(self) -> None:
-        """Overlay the selected run on the plot (or take it off)."""
-        self.selected = self._cursor_run()
-        if self.selected is None:
-            return
-        if self.selected in self.marked:
-            self.marked.remove(self.selected)
-        else:
-            self.marked.append(self.selected)
-        self._redraw_selection()
-
-    def action_weights(self) -> None:
-        """Show the selected run's weight histograms in the plot's place, or the loss plot again."""
-        self.weights_on = not self.weights_on
-        self.refresh_bindings()  # [ and ] show only in the weights view
-        self._redraw_selection()
-        if self.main.narrow:
-            self.main.show_pane("plot")
-
-    def action_layer(self, move: int) -> None:
-        """The weights view: show the previous or next layer."""
-        _, _, self.layer = weights_view(self.board, self.selected, self.layer, move)
-        self._redraw_selection()
-
-    def action_rank(self) -> None:
-        """Order runs newest first, or by best validation accuracy."""
-        self.ranking = RANKINGS[(RANKINGS.index(self.ranking) + 1) % len(RANKINGS)]
-        self.notify(f"runs sorted by {self.ranking}")
-        self._redraw_selection()
-
-    def action_help(self) -> None:
-        """Every key and what it does."""
-        from console.screens.main_screen import MainScreen
-
-        bindings = [b for b in [*self.BINDINGS, *MainScreen.BINDINGS] if isinstance(b, Binding)]
-        keys = [(b.key_display or b.key.replace(",", " "), b.tooltip or b.description) for b in bindings]
-        keys += [("↑ ↓ pgup pgdn", "Move the selection in the runs pane"),
-                 ("enter", "In the runs pane: show the run's plot; in the form: launch")]
-        self.push_screen(HelpScreen(keys))
 
     async def action_quit(self) -> None:
         """Quit; the runs keep going."""

@@ -164,17 +164,46 @@ def plot_lines(runs: Iterable[RunState], buckets: int) -> list[PlotLine]:
     return lines
 
 
+Row = tuple[str, tuple[str, ...]]  # a table row: its key (a run or trial id) and its cells
+
+
+@dataclass(frozen=True)
+class LogView:
+    """The log pane's content: the selected run's notes under its failure, if it failed."""
+
+    title: str
+    notes: list[Note]
+    failure: dict[str, Object] | None
+    t0: float | None  # the run's first event: notes are stamped relative to it
+
+
+@dataclass(frozen=True)
+class MemView:
+    """The selected run's own memory figures (from its latest `step` event) for the devices pane."""
+
+    label: str
+    mem: dict[str, Object] | None
+
+
+@dataclass(frozen=True)
+class TrialsView:
+    """A tune run's leaderboard: its trials' rows, best first, and the metric they are ranked by."""
+
+    rows: list[Row]
+    metric: str
+
+
 @dataclass
 class View:
     """What the screen needs for one frame, copied out of the board."""
 
-    rows: list[tuple[str, tuple[str, ...]]]
+    rows: list[Row]
     labels: dict[str, str]
     selected: str | None
     plot_changed: bool = False  # a plotted run changed: draw the plot (in its own, slower frame)
-    log: tuple[str, list[Note], dict[str, Object] | None, float | None] | None = None
-    mem: tuple[str, dict[str, Object] | None] | None = None
-    trials: tuple[list[tuple[str, tuple[str, ...]]], str] | None = None  # a tune run: rows, metric
+    log: LogView | None = None
+    mem: MemView | None = None
+    trials: TrialsView | None = None  # a tune run's
 
 
 def build_view(board: Board, now: float, selected: str | None, marked: Iterable[str], ranking: str,
@@ -194,10 +223,10 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
         if run.status == "lost":
             notes.append(Note(run.t_last or now, "error", "lost: the process is gone without a final event",
                               "see stderr.log in the run directory; r resumes from the last checkpoint"))
-        view.log = (f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
-        view.mem = (label(run), run.mem)
+        view.log = LogView(f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
+        view.mem = MemView(label(run), run.mem)
         if run.search is not None:
-            view.trials = (leaderboard.rows(run.search), run.search.metric)
+            view.trials = TrialsView(leaderboard.rows(run.search), run.search.metric)
     return view
 
 

@@ -148,13 +148,13 @@ class MainScreen(Screen[None]):
         """Put one frame's data into the panes; parts that did not change are left alone."""
         self.query_one(RunsTable).update_rows(view.rows)
         if view.log is not None:
-            self.query_one(RunLog).show(*view.log)
+            self.query_one(RunLog).show(view.log)
         if view.mem is not None:
-            self.query_one(GpuBars).show_run(*view.mem)
+            self.query_one(GpuBars).show_run(view.mem.label, view.mem.mem)
         if view.log is not None:  # the selected run's panes were redrawn: a tune run has a leaderboard
             self.set_class(view.trials is not None, "-tune")
         if view.trials is not None:
-            self.query_one(Leaderboard).update_rows(*view.trials)
+            self.query_one(Leaderboard).update_rows(view.trials)
 
     def show_plot(self, lines: list[PlotLine], title: str, any_runs: bool) -> None:
         """Draw the plot's lines (or say why there are none)."""

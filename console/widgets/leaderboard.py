@@ -6,13 +6,13 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
+from console.core.state import Row, TrialsView
+
 #: Columns: key, header, width (None: the searched values take the rest).
 COLUMNS = (("mark", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", 3),
            ("metric", "metric", 7), ("values", "searched", None))
 STATUS_STYLES = {"running": "bold green", "done": "cyan", "error": "bold red", "killed": "magenta",
                  "stopped": "yellow", "pending": "dim"}
-
-Row = tuple[str, tuple[str, ...]]
 
 
 class Leaderboard(DataTable[Text]):
@@ -31,8 +31,9 @@ class Leaderboard(DataTable[Text]):
             return None
         return self._rows[self.cursor_row][0]
 
-    def update_rows(self, rows: list[Row], metric: str) -> None:
-        """Show these rows (best first); the cursor stays on its trial when the order changes."""
+    def update_rows(self, trials: TrialsView) -> None:
+        """Show the trials' rows (best first); the cursor stays on its trial when the order changes."""
+        rows, metric = trials.rows, trials.metric
         self.columns[self._key("metric")].label = Text(metric[:7])
         if rows == self._rows:
             return

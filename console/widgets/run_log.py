@@ -11,8 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from console.core.run_state import Note
-from console.core.state import duration
+from console.core.state import LogView, duration
 
 LEVEL_STYLES = {"info": ("·", "dim"), "warning": ("⚠", "yellow"), "error": ("✖", "bold red")}
 TRACEBACK_LINES = 6
@@ -31,8 +30,9 @@ class RunLog(Vertical):
         with VerticalScroll(id="log-scroll"):
             yield Static("no run selected", id="log-text")
 
-    def show(self, title: str, notes: list[Note], failure: dict[str, Any] | None, t0: float | None) -> None:
-        """Show a run's notes (times relative to its first event `t0`) and its failure, if it failed."""
+    def show(self, log: LogView) -> None:
+        """Show a run's notes (times relative to its first event) and its failure, if it failed."""
+        title, notes, failure, t0 = log.title, log.notes, log.failure, log.t0
         key = (title, len(notes), notes[-1] if notes else None, failure is not None)
         if key == self._key:
             return

@@ -161,7 +161,7 @@ class TestView:
         view = build_view(board, T0, "a-0001", ["b-0002"], "newest", {"b-0002"})
         assert view.plot_changed and view.log is None  # an overlaid run changed, not the selected one
         view = build_view(board, T0, "a-0001", [], "newest", {"a-0001"})
-        assert view.plot_changed and view.log is not None and view.log[0] == "log: cnn·0001 (running)"
+        assert view.plot_changed and view.log is not None and view.log.title == "log: cnn·0001 (running)"
 
     def test_plot_view_puts_the_selected_run_first(self) -> None:
         lines, title = plot_view(self.board(), "a-0001", ["b-0002", "gone"], 20)
