@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
-from console.core.leaderboard import Search, Trial
+from console.core.leaderboard import Search, Trial, searched
 from console.core.state import Board
 from console.services.tailer import Tailer
 from console.widgets.runs_table import RunsTable
@@ -163,6 +163,7 @@ class RunActions:
         trial = self._chosen_trial(found[1]) if found else None
         if found is None or trial is None:
             return
+        self.notify(f"training trial #{trial.number}: {searched(trial.config)}")  # what `t` took, said first
         self.train_trial(found[0], trial.number, dict(trial.config))
 
     @work(thread=True, group="runs", exit_on_error=False)

@@ -116,6 +116,9 @@ def _started(run: RunState, e: Event, t: float) -> None:
         run.search.metric, run.search.mode = str(e["metric"]), e["mode"]
     resumed = e.get("resumed_from_step")
     text = f"started: {run.strategy or '?'} on {_devices(e.get('devices'))}"
+    if e.get("search"):  # a tune run: its trials run on Ray's workers
+        text = (f"started: {e['search']} search of {e.get('num_samples', '?')} trials, "
+                f"{e.get('max_concurrent', '?')} at a time, on Ray {e.get('ray_address', 'local')}")
     if run.params is not None:
         frozen = run.params - (run.trainable_params or run.params)
         text += f", {run.params:,} params" + (f" ({frozen:,} frozen)" if frozen else "")

@@ -93,10 +93,14 @@ def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
     if run.world_size and run.world_size > 1:
         strategy += f"×{run.world_size}"
     epoch = "-" if run.epoch is None else f"{run.epoch}" + (f"/{run.epochs}" if run.epochs else "")
+    acc = _num(run.val_acc, ".3f")
+    if run.search is not None and run.search.trials:  # a search: its trial count and best metric so far
+        leader = run.search.leader()
+        epoch, acc = f"{len(run.search.trials)} tr", "-" if leader is None else _num(leader.best, ".3g")
     elapsed = run.elapsed(now)
     return (
         ("● " if marked else "! " if run.problem else "") + label(run), run.status, strategy, epoch,
-        _num(run.loss, ".4g"), _num(run.val_acc, ".3f"), _num(run.samples_per_s, ",.0f"),
+        _num(run.loss, ".4g"), acc, _num(run.samples_per_s, ",.0f"),
         "-" if elapsed is None else duration(elapsed),
     )
 

@@ -1,4 +1,5 @@
-"""The leaderboard pane: a tune run's trials, best first; the cursor row is the selected trial."""
+"""The leaderboard pane: a tune run's trials, best first; the cursor rests on the best trial until the user
+moves it, and its row is the selected trial."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Leaderboard(DataTable[Text]):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
         self._rows: list[Row] = []
+        self._placed: str | None = None  # where update_rows last put the cursor itself
         for key, header, width in COLUMNS:
             self.add_column(header, key=key, width=width)
 
@@ -38,16 +40,21 @@ class Leaderboard(DataTable[Text]):
         if rows == self._rows:
             return
         keep = self.selected_trial
+        moved = keep is not None and keep != self._placed  # the user chose a trial: the cursor stays on it
         self.clear()
         for trial_id, cells in rows:
             self.add_row(*(self._styled(key, c) for (key, _, _), c in zip(COLUMNS, cells, strict=True)),
                          key=trial_id)
         self._rows = list(rows)
-        if keep is not None:
+        best = next((tid for tid, cells in rows if cells[0]), rows[0][0] if rows else None)  # the ★ row
+        target = keep if moved else best
+        if target is not None:
             try:
-                self.move_cursor(row=self.get_row_index(keep))
+                self.move_cursor(row=self.get_row_index(target))
             except RowDoesNotExist:
-                pass
+                return
+            if not moved:
+                self._placed = target  # resting on the best trial, until the user moves the cursor
 
     def _key(self, name: str):  # type: ignore[no-untyped-def]
         return next(k for k in self.columns if k.value == name)

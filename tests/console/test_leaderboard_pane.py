@@ -148,3 +148,30 @@ async def test_the_setup_pane_loads_a_tune_toml_and_launches_a_search(running_se
     finally:
         assert runs.kill(run) == []
     assert protocol.run_status(run) == "killed"
+
+
+async def test_the_cursor_rests_on_the_best_trial_of_a_live_search(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Watched live, #1 leads first and #2 overtakes it: the cursor follows the star (so `t` trains the best),
+    until the user moves it, after which it stays on the user's trial."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("TRAINCONSOLE_HOME", str(home))
+    first = [e for e in search_events(False) if e["type"] == "started" or e.get("number") == 1][:2]
+    run = write_run(home, TUNE, first, strategy="single", info={"kind": "tune", "name": "tune-digits"})
+    app = make_app(home)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        board = app.main.query_one(Leaderboard)
+        assert board.selected_trial == "ab12_00001"
+        with run.events.open("a") as log:
+            for event in search_events(False)[2:]:
+                log.write(json.dumps({"v": 1, "run": TUNE, **event}) + "\n")
+        await until(pilot, lambda: len(board._rows) == 6, 20, "six trials")
+        assert board.selected_trial == "ab12_00002" and board._rows[0][1][0] == "★"
+        assert app._chosen_trial(app.board.runs[TUNE].search).number == 2  # what `t` trains
+        board.move_cursor(row=2)  # the user picks #5; a new result re-ranks the board
+        await pilot.pause()
+        with run.events.open("a") as log:
+            log.write(json.dumps({"v": 1, "run": TUNE, **trial(5, "running", 2, 0.99, 0.05, 32)}) + "\n")
+        await until(pilot, lambda: board._rows[0][0] == "ab12_00005", 20, "#5 on top")
+        assert board.selected_trial == "ab12_00005"
