@@ -19,29 +19,56 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
-from trainers.protocol import Config, ConfigError, apply_override, validate
+from trainers.protocol import SCHEMA, Config, ConfigError, apply_override, validate
+from trainers.protocol.config import BUILTIN_DATASETS, BUILTIN_MODELS
 
-#: (section, key, label, placeholder, choices for completion)
-FIELDS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
-    ("model", "name", "model", "small_cnn, resnet18, pkg.module:factory", ("small_cnn", "resnet18")),
-    ("data", "name", "dataset", "digits synthetic imagefolder mnist cifar10",
-     ("digits", "synthetic", "imagefolder", "mnist", "cifar10")),
-    ("strategy", "name", "strategy", "single dp ddp model_parallel",
-     ("single", "dp", "ddp", "model_parallel")),
-    ("strategy", "devices", "devices", "auto, a count, or [0, 1]", ("auto",)),
-    ("train", "batch_size", "batch size", "samples per step", ()),
-    ("train", "lr", "lr", "learning rate", ()),
-    ("train", "epochs", "epochs", "passes over the data", ()),
-    ("train", "optimizer", "optimizer", "sgd adam adamw", ("sgd", "adam", "adamw")),
-    ("train", "precision", "precision", "fp32 bf16 fp16", ("fp32", "bf16", "fp16")),
+
+@dataclass(frozen=True)
+class FormField:
+    """One input of the form: a config key, its label, and its placeholder and completions (a key with
+    choices in the schema takes both from there)."""
+
+    section: str
+    key: str
+    label: str
+    hint: str = ""
+    suggest: tuple[str, ...] = ()
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """What the input completes to: the schema's choices, else `suggest`."""
+        return tuple(map(str, SCHEMA[self.section][self.key].choices)) or self.suggest
+
+    @property
+    def placeholder(self) -> str:
+        """The hint, or the choices when the key has some."""
+        return self.hint or " ".join(self.choices)
+
+    @property
+    def id(self) -> str:
+        """The DOM id of its input."""
+        return field_id(self.section, self.key)
+
+
+FIELDS: tuple[FormField, ...] = (
+    FormField("model", "name", "model", "small_cnn, resnet18, pkg.module:factory",
+              (*BUILTIN_MODELS, "resnet18")),
+    FormField("data", "name", "dataset", suggest=BUILTIN_DATASETS),
+    FormField("strategy", "name", "strategy"),
+    FormField("strategy", "devices", "devices", "auto, a count, or [0, 1]", ("auto",)),
+    FormField("train", "batch_size", "batch size", "samples per step"),
+    FormField("train", "lr", "lr", "learning rate"),
+    FormField("train", "epochs", "epochs", "passes over the data"),
+    FormField("train", "optimizer", "optimizer"),
+    FormField("train", "precision", "precision"),
 )
 
 
 #: The script form: a run of kind `script` (devices is shared with the config form).
-SCRIPT_FIELDS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
-    ("script", "path", "script", "train.py: a path from where the console started", ()),
-    ("script", "args", "arguments", "its arguments, e.g. --epochs 5 --lr 0.1", ()),
-    ("script", "nproc", "nproc", "0 = python; N = torchrun with N processes", ()),
+SCRIPT_FIELDS: tuple[FormField, ...] = (
+    FormField("script", "path", "script", "train.py: a path from where the console started"),
+    FormField("script", "args", "arguments", "its arguments, e.g. --epochs 5 --lr 0.1"),
+    FormField("script", "nproc", "nproc", "0 = python; N = torchrun with N processes"),
 )
 SHARED = (("strategy", "devices"),)
 
@@ -73,23 +100,22 @@ class RunForm(VerticalScroll):
         return "tune" in self.base and not self.script_mode
 
     @property
-    def fields(self) -> tuple[tuple[str, str, str, str, tuple[str, ...]], ...]:
+    def fields(self) -> tuple[FormField, ...]:
         """The fields of the form now shown: the config's, or the script's and devices."""
         if not self.script_mode:
             return FIELDS
-        return SCRIPT_FIELDS + tuple(f for f in FIELDS if (f[0], f[1]) in SHARED)
+        return SCRIPT_FIELDS + tuple(f for f in FIELDS if (f.section, f.key) in SHARED)
 
     def compose(self) -> ComposeResult:
         """A labelled input and an error line per field."""
         yield Static(self._source_text(), id="form-source")
-        for section, key, label, hint, choices in FIELDS + SCRIPT_FIELDS:
-            fid = field_id(section, key)
-            with Horizontal(classes="field", id=f"row-{fid}"):
-                yield Label(label, classes="field-label")
-                suggester = SuggestFromList(choices, case_sensitive=False) if choices else None
-                yield Input(_field_text(self.base, section, key), placeholder=hint, id=fid, compact=True,
-                            suggester=suggester)
-            yield Label("", id=f"{fid}-error", classes="field-error")
+        for f in FIELDS + SCRIPT_FIELDS:
+            with Horizontal(classes="field", id=f"row-{f.id}"):
+                yield Label(f.label, classes="field-label")
+                suggester = SuggestFromList(f.choices, case_sensitive=False) if f.choices else None
+                yield Input(_field_text(self.base, f.section, f.key), placeholder=f.placeholder, id=f.id,
+                            compact=True, suggester=suggester)
+            yield Label("", id=f"{f.id}-error", classes="field-error")
         yield Label("", id="form-error", classes="field-error")
         keys = "[b]enter[/b] launch   [b]esc[/b] leave the form, then [b]o[/b] load / [b]w[/b] save TOML"
         yield Static(keys, id="form-keys")
@@ -103,23 +129,22 @@ class RunForm(VerticalScroll):
         self.script_mode = not self.script_mode
         self._show_rows()
         self.check()
-        self.query_one(f"#{field_id(*self.fields[0][:2])}", Input).focus()
+        self.query_one(f"#{self.fields[0].id}", Input).focus()
 
     def _show_rows(self) -> None:
-        shown = {field_id(s, k) for s, k, *_ in self.fields}
-        for section, key, *_ in FIELDS + SCRIPT_FIELDS:
-            fid = field_id(section, key)
-            self.query_one(f"#row-{fid}").display = fid in shown
-            if fid not in shown:
-                self.query_one(f"#{fid}-error", Label).display = False
+        shown = {f.id for f in self.fields}
+        for f in FIELDS + SCRIPT_FIELDS:
+            self.query_one(f"#row-{f.id}").display = f.id in shown
+            if f.id not in shown:
+                self.query_one(f"#{f.id}-error", Label).display = False
 
     def load(self, config: Config, source: str) -> None:
         """Fill the form from a (validated) config."""
         self.base, self.source = copy.deepcopy(config), source
         self.script_mode = bool(config.get("script", {}).get("path"))
         self.query_one("#form-source", Static).update(self._source_text())
-        for section, key, *_ in FIELDS + SCRIPT_FIELDS:
-            self.query_one(f"#{field_id(section, key)}", Input).value = _field_text(config, section, key)
+        for f in FIELDS + SCRIPT_FIELDS:
+            self.query_one(f"#{f.id}", Input).value = _field_text(config, f.section, f.key)
         self._show_rows()
         self.check()
 
@@ -133,8 +158,9 @@ class RunForm(VerticalScroll):
     def raw(self) -> dict[str, Any]:
         """The loaded config with the form's fields applied (not yet validated)."""
         raw = copy.deepcopy(self.base)
-        for section, key, *_ in self.fields:
-            text = self.query_one(f"#{field_id(section, key)}", Input).value
+        for f in self.fields:
+            section, key = f.section, f.key
+            text = self.query_one(f"#{f.id}", Input).value
             if (section, key) == ("script", "args"):
                 raw.setdefault("script", {})["args"] = _split(text)
             elif (section, key) == ("script", "path"):
@@ -148,9 +174,9 @@ class RunForm(VerticalScroll):
     def check(self) -> Config | None:
         """Validate; show each problem next to its field. Returns the config if it is valid."""
         raw, errors = self.raw(), {}
-        for section, key, *_ in self.fields:
+        for f in self.fields:
             try:
-                validate({section: {key: raw[section][key]}})
+                validate({f.section: {f.key: raw[f.section][f.key]}})
             except ConfigError as e:
                 errors[e.field] = str(e).removeprefix(f"{e.field}: ")
         if self.script_mode and not raw["script"]["path"]:
@@ -161,13 +187,12 @@ class RunForm(VerticalScroll):
                 config = _validate_tune(raw) if self.tune_mode else validate(raw)
             except ConfigError as e:
                 errors[e.field] = whole = str(e)
-        for section, key, *_ in self.fields:
-            fid = field_id(section, key)
-            message = errors.get(f"{section}.{key}", "")
-            self.query_one(f"#{fid}-error", Label).update(message)
-            self.query_one(f"#{fid}-error", Label).display = bool(message)
-            self.query_one(f"#{fid}", Input).set_class(bool(message), "-invalid")
-        shown = whole and whole.split(":")[0] not in {f"{s}.{k}" for s, k, *_ in self.fields}
+        for f in self.fields:
+            message = errors.get(f"{f.section}.{f.key}", "")
+            self.query_one(f"#{f.id}-error", Label).update(message)
+            self.query_one(f"#{f.id}-error", Label).display = bool(message)
+            self.query_one(f"#{f.id}", Input).set_class(bool(message), "-invalid")
+        shown = whole and whole.split(":")[0] not in {f"{f.section}.{f.key}" for f in self.fields}
         self.query_one("#form-error", Label).update(whole if shown else "")
         self.query_one("#form-error", Label).display = bool(shown)
         return config

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from . import script_fields
+from . import machine, script_fields
+from .machine import Limit
 from .model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
 
 BUILTIN_MODELS = ("small_cnn",)
@@ -32,33 +33,61 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Field:
-    """One config key: its type, default, and a check returning what is allowed when the value is not."""
+    """One config key: its type, default, what is allowed (`choices`, a range, a `check`) and why.
+
+    A range is `low`..`high` (inclusive unless `low_open` / `high_open`); `high` may be a machine `Limit`.
+    It applies to the key's numbers (a key that also takes a string, like `batch_size = 'auto'`, checks
+    the string in `check`). `why` says in the error why the range is what it is.
+    """
 
     type: type | tuple[type, ...]
     default: Any
-    check: Callable[[Any], str | None] = lambda v: None
+    check: Callable[[Any], str | None] | None = None
     help: str = ""
+    choices: tuple[Any, ...] = ()
+    low: float | None = None
+    high: float | Limit | None = None
+    low_open: bool = False
+    high_open: bool = False
+    why: str = ""
+
+    def problem(self, value: Any) -> str | None:
+        """What is allowed, if `value` (already of the right type) is not; None if it is."""
+        if self.choices and value not in self.choices:
+            return "must be one of " + ", ".join(map(str, self.choices))
+        if _is_number(value) and not self.in_range(value):
+            return self.range_text() + (f": {self.why}" if self.why else "")
+        return self.check(value) if self.check else None
+
+    def in_range(self, v: float) -> bool:
+        """Whether a number lies in the range (NaN never does)."""
+        high = self.high.value() if isinstance(self.high, Limit) else self.high
+        low_ok = self.low is None or (v > self.low if self.low_open else v >= self.low)
+        high_ok = high is None or (v < high if self.high_open else v <= high)
+        return bool(low_ok and high_ok) and not (isinstance(v, float) and math.isnan(v))
+
+    def range_text(self) -> str:
+        """`must be >= 0 and < 1`, `must be <= 16 (the CPU cores of this machine)`."""
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {_show(self.low)}")
+        if isinstance(self.high, Limit):
+            parts.append(f"{'<' if self.high_open else '<='} {_show(self.high.value())}, {self.high.what}")
+        elif self.high is not None:
+            parts.append(f"{'<' if self.high_open else '<='} {_show(self.high)}")
+        return "must be " + " and ".join(parts) if parts else ""
 
 
-def _one_of(*choices: Any) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else "must be one of " + ", ".join(map(str, choices))
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _at_least(low: float) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= low else f"must be >= {low}"
-
-
-def _positive(v: float) -> str | None:
-    return None if v > 0 and math.isfinite(v) else "must be a finite number > 0"
-
-
-def _fraction(v: float) -> str | None:
-    return None if 0 < v < 1 else "must be between 0 and 1 (exclusive)"
+def _show(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(v)
 
 
 def _batch_size(v: int | str) -> str | None:
-    ok = v == "auto" or (isinstance(v, int) and v >= 1)
-    return None if ok else "must be an integer >= 1 or 'auto'"
+    return None if v == "auto" or isinstance(v, int) else "must be an integer or 'auto'"
 
 
 def _model_name(v: str) -> str | None:
@@ -83,73 +112,102 @@ def _plugin_ok(v: str) -> bool:
 
 
 def _devices(v: Any) -> str | None:
-    ok = v == "auto" or (isinstance(v, int) and not isinstance(v, bool) and v >= 1) or (
-        isinstance(v, list) and v and all(isinstance(i, int) and i >= 0 for i in v)
-    )
-    return None if ok else "must be 'auto', a count >= 1, or a list of GPU indices"
+    """`auto`, a count (its range is the field's), or a list of distinct GPU indices."""
+    if v == "auto" or (isinstance(v, int) and not isinstance(v, bool)):
+        return None
+    if not (isinstance(v, list) and v and all(isinstance(i, int) and not isinstance(i, bool) for i in v)):
+        return "must be 'auto', a count >= 1, or a list of GPU indices"
+    if not all(0 <= i < MAX_DEVICES for i in v) or len(v) > MAX_DEVICES:
+        return f"must list GPU indices from 0 to {MAX_DEVICES - 1}"
+    if len(set(v)) != len(v):
+        return "must not list a GPU twice (two ranks or stages on one GPU)"
+    return None
 
+
+MAX_BATCH = 2**20  # far above any batch that fits a device; beyond it a batch is a typo
+MAX_IMAGE = 4096
+MAX_DEVICES = 1024  # per node
+MAX_COUNT = 2**31 - 1  # counts of epochs, steps, samples: what torch's int32 indices and samplers take
+SEED_MAX = 2**32 - 1  # NumPy's (and Ray's searchers') seed range
+CPU_BOUND = "more would only oversubscribe the cores"
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "model": {
         "name": Field(str, "small_cnn", _model_name, "small_cnn, a torchvision model, or module:factory"),
-        "num_classes": Field(int, 0, _at_least(0), "0 = take it from the dataset"),
+        "num_classes": Field(int, 0, help="0 = take it from the dataset", low=0, high=1_000_000),
         "weights": Field(str, "", help="local state_dict / checkpoint file to start from"),
         "freeze_backbone": Field(bool, False, help="train only the new head"),
     },
     "data": {
         "name": Field(str, "digits", _dataset_name, "digits, synthetic, imagefolder, mnist, cifar10"),
         "root": Field(str, "", help="local folder for imagefolder, mnist, cifar10"),
-        "val_fraction": Field(float, 0.2, _fraction),
-        "num_workers": Field(int, 0, _at_least(0)),
-        "image_size": Field(int, 0, _at_least(0), "0 = native size; otherwise resize to N x N"),
-        "channels": Field(int, 0, _one_of(0, 1, 3), "0 = native; 1 or 3"),
-        "samples": Field(int, 2048, _at_least(1), "synthetic: number of samples"),
-        "classes": Field(int, 10, _at_least(2), "synthetic: number of classes"),
+        "val_fraction": Field(float, 0.2, low=0, high=1, low_open=True, high_open=True,
+                              why="both the training and the validation set need samples"),
+        "num_workers": Field(int, 0, help="DataLoader worker processes; 0 = load in the training process",
+                             low=0, high=machine.CPUS, why=CPU_BOUND),
+        "image_size": Field(int, 0, help="0 = native size; otherwise resize to N x N", low=0, high=MAX_IMAGE,
+                            why="one such image is already 64M values per channel"),
+        "channels": Field(int, 0, help="0 = native; 1 or 3", choices=(0, 1, 3)),
+        "samples": Field(int, 2048, help="synthetic: number of samples", low=1, high=10_000_000,
+                         why="synthetic data is generated in memory"),
+        "classes": Field(int, 10, help="synthetic: number of classes", low=2, high=1_000_000),
         "shape": Field(list, [3, 32, 32], help="synthetic: C, H, W"),
     },
     "train": {
-        "epochs": Field(int, 5, _at_least(1)),
-        "batch_size": Field((int, str), 64, _batch_size, "a number, or 'auto': the largest that fits"),
-        "lr": Field(float, 0.05, _positive),
-        "optimizer": Field(str, "sgd", _one_of("sgd", "adam", "adamw")),
-        "momentum": Field(float, 0.9, _at_least(0)),
-        "weight_decay": Field(float, 0.0, _at_least(0)),
-        "lr_schedule": Field(str, "none", _one_of("none", "cosine", "step")),
-        "precision": Field(str, "fp32", _one_of("fp32", "bf16", "fp16")),
-        "seed": Field(int, 0),
-        "max_steps": Field(int, 0, _at_least(0), "0 = no limit"),
-        "threads": Field(int, 0, _at_least(0), "torch threads per process; 0 = torch's default"),
+        "epochs": Field(int, 5, low=1, high=MAX_COUNT),
+        "batch_size": Field((int, str), 64, _batch_size, "a number, or 'auto': the largest that fits",
+                            low=1, high=MAX_BATCH, why="samples per step; larger is a typo, not a batch"),
+        "lr": Field(float, 0.05, low=0, high=10, low_open=True,
+                    why="a larger learning rate diverges"),
+        "optimizer": Field(str, "sgd", choices=("sgd", "adam", "adamw")),
+        "momentum": Field(float, 0.9, low=0, high=1, high_open=True,
+                          why="the fraction of the last update kept; 1 or more never forgets and diverges"),
+        "weight_decay": Field(float, 0.0, low=0, high=1,
+                              why="a finite fraction of the weights taken off per step"),
+        "lr_schedule": Field(str, "none", choices=("none", "cosine", "step")),
+        "precision": Field(str, "fp32", choices=("fp32", "bf16", "fp16")),
+        "seed": Field(int, 0, low=0, high=SEED_MAX, why="NumPy's seed range"),
+        "max_steps": Field(int, 0, help="0 = no limit", low=0, high=MAX_COUNT),
+        "threads": Field(int, 0, help="torch threads per process; 0 = torch's default", low=0,
+                         high=machine.CPUS, why=CPU_BOUND),
         "resume_from": Field(str, "", help="checkpoint file to resume from"),
-        "max_memory_mb": Field(int, 0, _at_least(0), "0 = no cap; GPU: this process's share of the device; "
-                               "CPU: data memory the trainer may add after setup"),
-        "oom": Field(str, "recover", _one_of("recover", "fail"), "recover: halve the micro-batch and redo"),
-        "nonfinite": Field(str, "fail", _one_of("fail", "skip"), "skip: drop a step whose loss is NaN/Inf"),
+        "max_memory_mb": Field(int, 0, help="0 = no cap; GPU: this process's share of the device; "
+                               "CPU: data memory the trainer may add after setup", low=0,
+                               high=machine.HOST_MEMORY, why="a cap above what exists caps nothing"),
+        "oom": Field(str, "recover", choices=("recover", "fail"),
+                     help="recover: halve the micro-batch and redo"),
+        "nonfinite": Field(str, "fail", choices=("fail", "skip"),
+                           help="skip: drop a step whose loss is NaN/Inf"),
         "tensorboard": Field(bool, False, help="scalars and histograms into <run>/tensorboard"),
-        "histogram_every": Field(int, 1, _at_least(1),
-                                 "epochs between weight histograms (events; TensorBoard when on)"),
+        "histogram_every": Field(int, 1, low=1, high=MAX_COUNT,
+                                 help="epochs between weight histograms (events; TensorBoard when on)"),
         "memory_history": Field(bool, False, help="GPU: record allocations, snapshot at an out-of-memory"),
-        "grad_clip_norm": Field(float, 0.0, _at_least(0),
-                                "0 = off; clip the gradients' total norm after accumulation, every strategy"),
-        "disk_full_wait_s": Field(float, 1800.0, _at_least(0),
-                                  "on a full disk, pause and retry this long before failing"),
+        "grad_clip_norm": Field(float, 0.0, low=0, high=1e6, why="a finite norm",
+                                help="0 = off; clip the gradients' total norm after accumulation, "
+                                "every strategy"),
+        "disk_full_wait_s": Field(float, 1800.0, low=0, high=7 * 86400, why="a week at most",
+                                  help="on a full disk, pause and retry this long before failing"),
     },
     "strategy": {
-        "name": Field(str, "single", _one_of("single", "dp", "ddp", "model_parallel")),
-        "accelerator": Field(str, "auto", _one_of("auto", "cpu", "cuda")),
-        "devices": Field((str, int, list), "auto", _devices),
-        "micro_batches": Field(int, 4, _at_least(1)),
+        "name": Field(str, "single", choices=("single", "dp", "ddp", "model_parallel")),
+        "accelerator": Field(str, "auto", choices=("auto", "cpu", "cuda")),
+        "devices": Field((str, int, list), "auto", _devices, "auto, a count, or a list of GPU indices",
+                         low=1, high=MAX_DEVICES, why="'auto', a count per node, or a list of GPU indices"),
+        "micro_batches": Field(int, 4, low=1, high=MAX_BATCH, why="model_parallel: at most one per sample"),
         "split_points": Field(list, [], help="model_parallel: stage boundaries (layer indices)"),
-        "nnodes": Field(int, 1, _at_least(1)),
-        "node_rank": Field(int, 0, _at_least(0)),
+        "nnodes": Field(int, 1, low=1, high=MAX_DEVICES * 64),
+        "node_rank": Field(int, 0, low=0, high=MAX_DEVICES * 64),
         "master_addr": Field(str, "127.0.0.1"),
-        "master_port": Field(int, 0, _at_least(0), "0 = pick a free port"),
+        "master_port": Field(int, 0, help="0 = pick a free port", low=0, high=65535, why="a TCP port"),
         "queue": Field(bool, False, help="wait until the devices have min_free_mb free, then start"),
-        "min_free_mb": Field(int, 0, _at_least(0), "queue: free MB each device needs (host memory on CPU)"),
+        "min_free_mb": Field(int, 0, help="queue: free MB each device needs (host memory on CPU)", low=0,
+                             high=machine.DEVICE_MEMORY, why="more than a device has would wait forever"),
     },
     "script": {
         "path": Field(str, "", script_fields.script_path, "the training script of a run of kind script"),
         "args": Field(list, [], script_fields.strings, "its command-line arguments"),
-        "nproc": Field(int, 0, _at_least(0), "0 = plain python; N: torch.distributed.run, N processes"),
+        "nproc": Field(int, 0, help="0 = plain python; N: torch.distributed.run, N processes", low=0,
+                       high=MAX_DEVICES, why="processes per node"),
         "patterns": Field(list, [], script_fields.patterns, "metric regexes with named groups (?P<loss>...)"),
         "parse_output": Field(bool, True, help="read metrics from the script's printed lines"),
         "tensorboard": Field(str, "", help="a folder the script writes TensorBoard event files to"),
@@ -231,7 +289,7 @@ def _check(section: str, key: str, value: Any) -> Any:
     if spec is None:
         raise ConfigError(name, "unknown key; allowed: " + ", ".join(SCHEMA[section]))
     value = _coerce(name, spec, value)
-    problem = spec.check(value)
+    problem = spec.problem(value)
     if problem:
         raise ConfigError(name, problem, value)
     return value

@@ -13,11 +13,24 @@ import os
 import re
 from typing import Any
 
-from .config import SCHEMA, Config, ConfigError, Field, apply_override, read, validate
+from . import machine
+from .config import (
+    MAX_COUNT,
+    MAX_DEVICES,
+    SCHEMA,
+    SEED_MAX,
+    Config,
+    ConfigError,
+    Field,
+    apply_override,
+    read,
+    validate,
+)
 
 SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bayesopt")
 SPACE_KINDS = ("choice", "grid", "uniform", "loguniform", "randint", "quniform")
-METRICS = ("val_acc", "val_loss", "train_loss", "best_val_acc")
+#: The metrics every trial reports at every epoch, and the mode that optimises each (losses: min).
+METRICS = {"val_acc": "max", "val_loss": "min", "train_loss": "min"}
 #: Which kinds each searcher can take (Ray's searchers refuse the others, or silently drop them).
 KINDS_FOR = {
     "grid": SPACE_KINDS, "random": SPACE_KINDS,
@@ -26,32 +39,34 @@ KINDS_FOR = {
     "bayesopt": ("uniform", "quniform"),  # BayesOptSearch takes float ranges only, on a linear scale
 }
 ADDRESS = re.compile(r"^(auto|(ray://)?[\w.\-]+:\d+)$")
+MAX_TRIALS = 100_000
 
 
-def _one_of(*choices: Any):  # type: ignore[no-untyped-def]
-    return lambda v: None if v in choices else "must be one of " + ", ".join(map(str, choices))
-
-
-def _at_least(low: float):  # type: ignore[no-untyped-def]
-    return lambda v: None if v >= low else f"must be >= {low}"
+def _address(v: str) -> str | None:
+    return None if not v or ADDRESS.match(v) else "must be empty (a local Ray), 'auto' or HOST:PORT"
 
 
 TUNE_SCHEMA: dict[str, Field] = {
-    "search": Field(str, "random", _one_of(*SEARCHERS), "grid, random, optuna, hyperopt, bayesopt"),
-    "num_samples": Field(int, 8, _at_least(1), "trials (per grid point for grid)"),
-    "metric": Field(str, "val_acc", _one_of(*METRICS), "the metric to optimise (reported per epoch)"),
-    "mode": Field(str, "max", _one_of("max", "min")),
-    "scheduler": Field(str, "asha", _one_of("asha", "none"), "asha: stop weak trials early"),
-    "max_t": Field(int, 0, _at_least(0), "epochs at most (also the trials' train.epochs); 0 = train.epochs"),
-    "grace_period": Field(int, 1, _at_least(1), "ASHA: epochs before a trial may be stopped"),
-    "reduction_factor": Field(float, 2.0, lambda v: None if v > 1 else "must be > 1"),
-    "max_concurrent": Field(int, 2, _at_least(1), "trials at once"),
-    "cpus_per_trial": Field(float, 1.0, lambda v: None if v > 0 else "must be > 0"),
-    "gpus_per_trial": Field(float, 0.0, _at_least(0), "fractions allowed (0.5: two trials share a GPU)"),
-    "ray_address": Field(str, "", lambda v: None if not v or ADDRESS.match(v) else
-                         "must be empty (a local Ray), 'auto' or HOST:PORT", "join this Ray cluster"),
+    "search": Field(str, "random", choices=SEARCHERS),
+    "num_samples": Field(int, 8, help="trials (per grid point for grid)", low=1, high=MAX_TRIALS),
+    "metric": Field(str, "val_acc", choices=tuple(METRICS), help="the metric to optimise (every epoch)"),
+    "mode": Field(str, "auto", choices=("auto", "max", "min"), help="auto: min for a loss, max for accuracy"),
+    "scheduler": Field(str, "asha", choices=("asha", "none"), help="asha: stop weak trials early"),
+    "max_t": Field(int, 0, help="epochs at most (also the trials' train.epochs); 0 = train.epochs",
+                   low=0, high=MAX_COUNT),
+    "grace_period": Field(int, 1, help="ASHA: epochs before a trial may be stopped", low=1, high=MAX_COUNT),
+    "reduction_factor": Field(float, 2.0, low=1.5, high=100,
+                              why="ASHA keeps 1/factor of the trials at each rung; near 1 it builds "
+                              "millions of rungs"),
+    "max_concurrent": Field(int, 2, help="trials at once", low=1, high=MAX_DEVICES,
+                            why="Ray reserves cores for this many trials"),
+    "cpus_per_trial": Field(float, 1.0, low=0, low_open=True, high=machine.CPUS,
+                            why="a trial cannot have more cores than the machine"),
+    "gpus_per_trial": Field(float, 0.0, help="fractions allowed (0.5: two trials share a GPU)", low=0,
+                            high=MAX_DEVICES, why="GPUs of one node"),
+    "ray_address": Field(str, "", _address, "join this Ray cluster"),
     "reuse_actors": Field(bool, True, help="reuse Ray workers between trials (no torch re-import)"),
-    "seed": Field(int, 0, help="the searcher's random seed"),
+    "seed": Field(int, 0, help="the searcher's random seed", low=0, high=SEED_MAX, why="NumPy's seed range"),
     "space": Field(dict, {}, help="the search space: \"section.key\" = { kind = [...] }"),
 }
 
@@ -113,7 +128,7 @@ def _check(key: str, value: Any) -> Any:
     if isinstance(value, bool) is not (spec.type is bool) or not isinstance(value, spec.type):
         what = "a table of search keys" if spec.type is dict else spec.type.__name__
         raise ConfigError(name, f"must be {what}", value)
-    problem = spec.check(value)
+    problem = spec.problem(value)
     if problem:
         raise ConfigError(name, problem, value)
     return value
@@ -123,6 +138,10 @@ def _check_tune(config: Config, tune: dict[str, Any]) -> None:
     if config["strategy"]["name"] != "single":
         raise ConfigError("strategy.name", "must be single in a tune config (each trial is one process)",
                           config["strategy"]["name"])
+    _check_mode(tune)
+    if tune["gpus_per_trial"] > machine.gpu_count() and not tune["ray_address"]:
+        raise ConfigError("tune.gpus_per_trial", f"must be <= {machine.gpu_count()}, the GPUs visible here "
+                          "(or join a Ray cluster that has them with --ray-address)", tune["gpus_per_trial"])
     if tune["scheduler"] == "asha" and tune["grace_period"] > tune["max_t"]:
         raise ConfigError("tune.grace_period", f"must be <= tune.max_t ({tune['max_t']})",
                           tune["grace_period"])
@@ -133,6 +152,15 @@ def _check_tune(config: Config, tune: dict[str, Any]) -> None:
     grids = [k for k, v in space.items() if _kind_of(f"tune.space.{k}", v)[0] == "grid"]
     if tune["search"] == "grid" and not grids:
         raise ConfigError("tune.search", "grid needs at least one grid key in [tune.space]: { grid = [...] }")
+
+
+def _check_mode(tune: dict[str, Any]) -> None:
+    """Resolve `mode = 'auto'` from the metric; refuse a mode that would optimise the metric backwards."""
+    wanted = METRICS[tune["metric"]]
+    if tune["mode"] not in ("auto", wanted):
+        raise ConfigError("tune.mode", f"must be {wanted} (or auto) for metric {tune['metric']}",
+                          tune["mode"])
+    tune["mode"] = wanted
 
 
 def _kind_of(name: str, entry: Any) -> tuple[str, Any]:

@@ -1,30 +1,31 @@
-"""Strategies: what differs between single-device, DataParallel, DDP and model-parallel runs."""
+"""Strategies: what differs between single-device, DataParallel, DDP and model-parallel runs.
+
+A strategy named N (one of the `strategy.name` choices in the config schema) lives in `N.py` here, as the
+`Strategy` subclass whose `name` is N; it is imported only when chosen.
+"""
 
 from __future__ import annotations
 
 import importlib
 
 from ..guards import StrategyUnavailable
+from ..protocol import SCHEMA
 from .base import Config, EpochSampler, Strategy
 
-#: strategy.name -> "module:Class" inside this package; imported only when chosen.
-STRATEGIES = {
-    "single": "single:SingleDevice",
-    "dp": "dp:DataParallel",
-    "ddp": "ddp:DistributedDataParallel",
-    "model_parallel": "model_parallel:ModelParallel",
-}
+#: The strategy names, as the config schema states them.
+STRATEGIES: tuple[str, ...] = SCHEMA["strategy"]["name"].choices
 
 
 def make_strategy(config: Config) -> Strategy:
     """Build the strategy named by `strategy.name`."""
     name = config["strategy"]["name"]
-    target = STRATEGIES.get(name)
-    if target is None:
+    if name not in STRATEGIES:
         raise StrategyUnavailable(f"strategy.name = {name!r} is not available in this build "
                                   f"(available: {', '.join(STRATEGIES)})")
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(f".{module}", __name__), cls)(config)
+    module = importlib.import_module(f".{name}", __name__)
+    cls = next(c for c in vars(module).values()
+               if isinstance(c, type) and issubclass(c, Strategy) and c.name == name)
+    return cls(config)
 
 
 __all__ = ["STRATEGIES", "EpochSampler", "Strategy", "make_strategy"]

@@ -19,10 +19,10 @@ from ray import tune
 
 from ..guards import explain, traceback_tail
 from ..protocol import trial_stops_requested
-from ..protocol.tune_config import trial_run_config
+from ..protocol.tune_config import METRICS, trial_run_config
 
 #: The metrics of each result that `trial` events carry (the driver adds best_val_acc).
-METRIC_KEYS = ("val_acc", "val_loss", "train_loss")
+METRIC_KEYS = tuple(METRICS)
 
 
 class TrialFailed(Exception):
