@@ -51,6 +51,7 @@ def build(strategy: Strategy, config: Config, warn: Callable[..., Any]) -> Parts
     workers = strategy.local_num_workers(config["data"]["num_workers"])
     train_batches = make_batches(split.train, batch, True, strategy, workers, train["seed"])
     val_batches = make_batches(split.val, batch, False, strategy, workers, train["seed"])
+    warn_large_batch(train["batch_size"], len(split.train), len(train_batches), warn)
     model = models.build(config, split.num_classes, split.input_shape)
     if models.has_lazy(model):
         model = models.materialise(model, first_input(split).to(strategy.input_device))
@@ -58,6 +59,15 @@ def build(strategy: Strategy, config: Config, warn: Callable[..., Any]) -> Parts
     model = strategy.setup_module(model)
     return Parts(split, train_batches, val_batches, model, make_optimizer(model, train),
                  Precision(train["precision"], strategy.device, warn), params, trainable)
+
+
+def warn_large_batch(batch_size: int, samples: int, per_epoch: int, warn: Callable[..., Any]) -> None:
+    """One `warning` when a batch is larger than the whole training set: every step sees all of it."""
+    if batch_size > samples:
+        warn(code="batch_larger_than_data",
+             message=f"train.batch_size = {batch_size} is larger than the training set ({samples} samples): "
+                     f"{per_epoch} batch(es) per epoch, each the whole set",
+             hint=f"lower train.batch_size below {samples} for more than one step per epoch")
 
 
 def first_input(split: data.DataSplit) -> torch.Tensor:

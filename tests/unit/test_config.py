@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from trainers import protocol
-from trainers.protocol import ConfigError
+from trainers.protocol import ConfigError, machine
+from trainers.protocol.tune_config import load_tune
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -100,10 +105,130 @@ def test_protocol_does_not_import_torch() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(Path("examples").glob("*.toml")), ids=lambda p: p.name)
-def test_every_example_config_validates(path: Path) -> None:
-    try:
-        config = protocol.load(path)
-    except ConfigError as err:  # the transfer example names a weights file the user provides
-        assert err.field == "model.weights", err
-        return
+def test_every_example_config_validates(path: Path, tmp_path: Path) -> None:
+    """Run configs as runs, tune configs with their [tune] section (the transfer examples name a weights file
+    the user provides: a stand-in checkpoint here)."""
+    weights = tmp_path / "weights.pt"
+    with zipfile.ZipFile(weights, "w") as z:
+        z.writestr("weights/data.pkl", b"")
+    raw = protocol.config.read(path)
+    sets = [f"model.weights={json.dumps(str(weights))}"] if raw.get("model", {}).get("weights") else []
+    config = load_tune(path, sets) if "tune" in raw else protocol.load(path, sets)
     assert config["model"]["name"] and config["strategy"]["name"]
+
+
+def test_every_number_has_a_range_and_every_name_list_is_the_schema_s() -> None:
+    """A range (both ends) for every int/float key of the run and tune schemas; the names that code
+    elsewhere lists (strategies, optimizers, searchers, metrics) come from the schema."""
+    from trainers.protocol.tune_config import METRICS, SEARCHERS, TUNE_SCHEMA
+
+    fields = {f"{s}.{k}": f for s, keys in protocol.SCHEMA.items() for k, f in keys.items()}
+    fields.update({f"tune.{k}": f for k, f in TUNE_SCHEMA.items()})
+    numbers = {n: f for n, f in fields.items() if {int, float} & set(f.type if isinstance(f.type, tuple)
+                                                                      else (f.type,))}
+    unbounded = [n for n, f in numbers.items() if not f.choices and (f.low is None or f.high is None)]
+    assert not unbounded and len(numbers) >= 30
+    assert TUNE_SCHEMA["search"].choices == SEARCHERS and TUNE_SCHEMA["metric"].choices == tuple(METRICS)
+
+
+#: Issue 16's nonsense inputs: (a --set for `trainconsole run` or `tune`, the field its one line names).
+NONSENSE = [
+    ("train.batch_size=9223372036854775807", "train.batch_size"),
+    ("strategy.devices=1000000000000", "strategy.devices"),  # with strategy.name = dp, accelerator = cpu
+    ("train.momentum=1e16", "train.momentum"),
+    ("train.momentum=inf", "train.momentum"),
+    ("train.weight_decay=inf", "train.weight_decay"),
+    ("train.lr=1e300", "train.lr"),
+    ("train.threads=1000000", "train.threads"),
+    (f"train.max_memory_mb={2**62}", "train.max_memory_mb"),
+    ("strategy.master_port=70000", "strategy.master_port"),
+    ("data.num_workers=100000", "data.num_workers"),
+    ("data.image_size=1000000", "data.image_size"),
+    ("strategy.devices=[0, 0]", "strategy.devices"),  # under ddp
+    (f"strategy.min_free_mb={10**12}", "strategy.min_free_mb"),
+    ("tune.seed=-1", "tune.seed"),
+    ("tune.cpus_per_trial=inf", "tune.cpus_per_trial"),
+    ("tune.max_concurrent=1000000", "tune.max_concurrent"),
+    ("tune.reduction_factor=1.0000001", "tune.reduction_factor"),
+    ("tune.gpus_per_trial=GPUS_PLUS_ONE", "tune.gpus_per_trial"),  # one more than this machine has
+    ("tune.space.train.momentum={uniform=[0, 1e16]}", "tune.space.train.momentum"),
+    ("tune.metric=best_val_acc", "tune.metric"),  # no trial reports it
+    ("tune.mode=max", "tune.mode"),  # with metric = val_loss: would maximise the loss
+]
+#: Through the real CLI (one subprocess each); the rest through the same validation in-process.
+THROUGH_CLI = {"train.batch_size", "strategy.devices", "tune.gpus_per_trial", "tune.space.train.momentum"}
+TUNE_TOML = (RUN_TOML := '[model]\nname = "small_cnn"\n[data]\nname = "digits"\n[train]\nepochs = 2\n') + (
+    '[tune]\nsearch = "random"\nnum_samples = 2\n[tune.space]\n"train.lr" = { loguniform = [1e-3, 0.1] }\n')
+
+
+def nonsense_args(item: str, field: str) -> tuple[str, list[str]]:
+    """The subcommand and the --set list that feed one nonsense input."""
+    item = item.replace("GPUS_PLUS_ONE", str(machine.gpu_count() + 1))
+    context = {"strategy.devices=1000000000000": ["strategy.name=dp", "strategy.accelerator=cpu"],
+               "strategy.devices=[0, 0]": ["strategy.name=ddp"], "tune.mode=max": ["tune.metric=val_loss"]}
+    return ("tune" if field.startswith("tune.") else "run"), [*context.get(item, []), item]
+
+
+@pytest.mark.parametrize(("item", "field"), NONSENSE, ids=[i for i, _ in NONSENSE])
+def test_nonsense_is_refused_in_one_line_naming_its_field(item: str, field: str, tmp_path: Path) -> None:
+    command, sets = nonsense_args(item, field)
+    path = write(tmp_path, TUNE_TOML if command == "tune" else RUN_TOML)
+    with pytest.raises(ConfigError) as err:
+        (load_tune if command == "tune" else protocol.load)(path, sets)
+    assert err.value.field == field and "\n" not in str(err.value), str(err.value)
+    assert str(err.value).startswith(f"{field}: ") and " must " in str(err.value), str(err.value)
+
+
+def test_nonsense_through_the_real_cli_exits_2_and_creates_no_run(tmp_path: Path, home: Path) -> None:
+    exe = str(Path(sys.executable).parent / "trainconsole")
+    for item, field in [(i, f) for i, f in NONSENSE if f in THROUGH_CLI]:
+        command, sets = nonsense_args(item, field)
+        path = write(tmp_path, TUNE_TOML if command == "tune" else RUN_TOML)
+        args = [exe, command, str(path), *[a for s in sets for a in ("--set", s)]]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and f": {field}: " in lines[0], (item, out.stderr)
+        assert not out.stdout
+    assert not (home / "runs").exists() or not any((home / "runs").iterdir())
+
+
+def test_a_range_s_reason_and_the_machine_s_limit_are_in_the_error() -> None:
+    with pytest.raises(ConfigError) as err:
+        protocol.validate({"train": {"threads": machine.cpu_count() + 1}})
+    assert f"<= {machine.cpu_count()}, the CPU cores of this machine" in str(err.value)
+    assert protocol.validate({"train": {"threads": machine.cpu_count()}})["train"]["threads"] > 0
+    for good in ({"train": {"momentum": 0.0}}, {"strategy": {"master_port": 65535}},
+                 {"strategy": {"name": "ddp", "devices": [1, 0]}}, {"train": {"batch_size": "auto"}}):
+        protocol.validate(good)
+    with pytest.raises(ConfigError, match=r"^train.lr: must be > 0 and <= 10: .*\(got nan\)$"):
+        protocol.validate({"train": {"lr": float("nan")}})
+
+
+def test_tune_mode_follows_the_metric(tmp_path: Path) -> None:
+    path = write(tmp_path, TUNE_TOML)
+    assert load_tune(path, ["tune.metric=val_loss"])["tune"]["mode"] == "min"
+    assert load_tune(path, ["tune.metric=train_loss", "tune.mode=min"])["tune"]["mode"] == "min"
+    assert load_tune(path)["tune"]["mode"] == "max"
+
+
+def test_at_run_start_a_batch_above_the_data_warns_and_cpu_devices_are_the_cores() -> None:
+    """What only the run can know: the training set's size (one warning with the batches per epoch), and
+    the cores of the machine it trains on (a clear refusal, never a MemoryError)."""
+    from trainers import setup
+    from trainers.guards import StrategyUnavailable
+    from trainers.strategies import make_strategy
+
+    config = protocol.validate({"train": {"batch_size": 4096}, "strategy": {"accelerator": "cpu"}})
+    warnings: list[dict] = []
+    parts = setup.build(make_strategy(config), config, lambda **f: warnings.append(f))
+    assert [w["code"] for w in warnings] == ["batch_larger_than_data"]
+    assert f"({len(parts.split.train)} samples): 1 batch(es) per epoch" in warnings[0]["message"]
+    config["train"]["batch_size"] = 64
+    warnings.clear()
+    setup.build(make_strategy(config), config, lambda **f: warnings.append(f))
+    assert warnings == []
+    for name in ("dp", "ddp", "model_parallel"):
+        many = protocol.validate({"strategy": {"name": name, "accelerator": "cpu",
+                                               "devices": machine.cpu_count() + 1}})
+        with pytest.raises(StrategyUnavailable, match=f"this machine has {machine.cpu_count()} CPU cores"):
+            make_strategy(many)

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ..guards import StrategyUnavailable
+from ..protocol import Config
 
 CPU_AUTO = 2  # ddp workers / model_parallel stages for `devices = 'auto'` without a GPU
 
@@ -41,13 +42,19 @@ def gpu_ids(devices: Any) -> list[int]:
 
 
 def cpu_slots(devices: Any) -> int:
-    """How many CPU workers/stages `strategy.devices` asks for (a list counts its entries)."""
+    """How many CPU workers/stages `strategy.devices` asks for (a list counts its entries), at most one per
+    core of this machine: a clear refusal, not a MemoryError or a machine swamped by processes."""
+    cores = os.cpu_count() or 1
     if devices == "auto":
-        return max(1, min(CPU_AUTO, os.cpu_count() or 1))
-    return devices if isinstance(devices, int) else len(devices)
+        return max(1, min(CPU_AUTO, cores))
+    slots = devices if isinstance(devices, int) else len(devices)
+    if slots > cores:
+        raise StrategyUnavailable(f"strategy.devices = {devices!r} asks for {slots} CPU workers, but this "
+                                  f"machine has {cores} CPU cores and no GPU in use; lower strategy.devices")
+    return slots
 
 
-def resolve(config: dict[str, dict[str, Any]]) -> list[torch.device]:
+def resolve(config: Config) -> list[torch.device]:
     """The devices of this run, one per worker/stage: `cuda:i` for each GPU, else `cpu` repeated."""
     strategy = config["strategy"]
     if uses_cuda(strategy["accelerator"]):
