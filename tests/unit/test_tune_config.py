@@ -128,3 +128,17 @@ def test_ranges_of_the_right_shape_pass(path: Path) -> None:
                               "tune.space.train.weight_decay={quniform=[0, 0.01, 0.001]}",
                               "tune.space.data.num_workers={quniform=[0, 2, 1]}"])
     assert config["tune"]["space"]["train.batch_size"] == {"randint": [16, 129]}
+
+
+def test_gpus_beyond_this_machine_need_a_cluster_and_space_ranges_use_the_key_s_range(path: Path) -> None:
+    from trainers.protocol import machine
+
+    more = f"tune.gpus_per_trial={machine.gpu_count() + 1}"
+    with pytest.raises(ConfigError, match=r"^tune.gpus_per_trial: must be <= \d+, the GPUs visible here"):
+        load_tune(path, [more])
+    assert load_tune(path, [more, "tune.ray_address='head:6379'"])["tune"]["gpus_per_trial"] >= 1
+    with pytest.raises(ConfigError, match=r"^tune.space.train.weight_decay: value 5 is not allowed"):
+        load_tune(path, ["tune.space.train.weight_decay={uniform=[0, 5]}"])
+    with pytest.raises(ConfigError, match=r"^tune.space.data.num_workers: value 100000 is not allowed"):
+        load_tune(path, ["tune.space.data.num_workers={randint=[0, 100001]}"])
+    assert load_tune(path, ["tune.space.train.momentum={uniform=[0, 0.99]}"])["tune"]["space"]
