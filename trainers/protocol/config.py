@@ -61,7 +61,9 @@ class Field:
 
     def in_range(self, v: float) -> bool:
         """Whether a number lies in the range (NaN never does)."""
-        high = self.high.value() if isinstance(self.high, Limit) else self.high
+        high = self.high
+        if isinstance(high, Limit):  # every machine has at least 1 of each: read it (NVML: ~50 ms) only above
+            high = high.value() if v > 1 else None
         low_ok = self.low is None or (v > self.low if self.low_open else v >= self.low)
         high_ok = high is None or (v < high if self.high_open else v <= high)
         return bool(low_ok and high_ok) and not (isinstance(v, float) and math.isnan(v))
