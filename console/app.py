@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import hangup
+from console.compare_actions import CompareActions
 from console.core.state import RANKINGS, Board
 from console.frames import Frames
 from console.run_actions import RunActions
@@ -35,7 +36,7 @@ DEVICES_S = 0.5  # NVML at 2 Hz
 DEMO = Path("examples/digits.toml")
 
 
-class TrainConsole(RunActions, ViewActions, Frames, App[None]):
+class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
     """Set up, launch, watch, stop and kill training runs."""
 
     CSS_PATH = "app.tcss"
@@ -49,6 +50,7 @@ class TrainConsole(RunActions, ViewActions, Frames, App[None]):
         Binding("x", "stop_trial", "Stop trial", tooltip="Stop the selected trial (the search goes on)"),
         Binding("t", "train_trial", "Train", tooltip="Train the selected (else best) trial's config"),
         Binding("space", "mark", "Overlay"),
+        Binding("c", "compare", "Compare", tooltip="Compare the overlaid runs: what differs, results, cost"),
         Binding("h", "weights", "Weights", tooltip="The selected run's weight histograms by epoch (h: back)"),
         Binding("right_square_bracket", "layer(1)", "Layer", key_display="[ ]",
                 tooltip="Weights: ] the next layer, [ the one before"),

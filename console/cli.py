@@ -57,6 +57,10 @@ def build_parser() -> Parser:
     trials = sub.add_parser("trials", help="a search's trials ranked, with parameter importance")
     trials.add_argument("id")
     trials.add_argument("--json", action="store_true")
+    compare = sub.add_parser("compare", help="runs side by side: the config keys that differ, results, cost")
+    compare.add_argument("ids", nargs="+", metavar="ID")
+    compare.add_argument("--json", action="store_true")
+    compare.add_argument("--all", action="store_true", help="every config key, not only those that differ")
     logs = sub.add_parser("logs", help="show a run's events")
     logs.add_argument("id")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
@@ -219,7 +223,21 @@ def cmd_trials(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """`compare ID ID... [--json] [--all]`: the runs' results and cost, and the config keys that differ."""
+    from .core import compare
+    from .services import compare_runs
+
+    found = [_run(i) for i in args.ids]
+    if len({r.id for r in found}) < 2:
+        fail("id: compare takes two or more different runs (see trainconsole ls)")
+    report = compare.to_json(compare_runs.comparison(found), args.all)
+    print(json.dumps(report, indent=1) if args.json else compare.text(report))
+    return 0
+
+
 COMMANDS = {
     "run": cmd_run, "tune": cmd_tune, "ls": cmd_ls, "stop": cmd_stop, "kill": cmd_kill,
     "resume": cmd_resume, "logs": cmd_logs, "trials": cmd_trials,
+    "compare": cmd_compare,
 }

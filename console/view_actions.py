@@ -35,9 +35,11 @@ class ViewActions:
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that fit the selection: x and t for a tune run; h (and space) for other runs; [ ] in the
-        weights view."""
+        weights view; c once two runs are marked; only ? and q over the compare view."""
         if not self.dashboard and action != "quit":
             return None  # shown dimmed on the first frame, until the dashboard opens (a fraction of a second)
+        if self.screen.id == "compare" and action not in ("help", "quit"):
+            return False  # the lifecycle and view keys act on the dashboard: not while comparing
         run = self.board.runs.get(self.selected or "")
         tune = run is not None and run.kind == "tune"
         if action in ("stop_trial", "train_trial"):
@@ -48,6 +50,8 @@ class ViewActions:
             return not (tune or self.weights_on)
         if action == "layer":
             return self.weights_on and not tune
+        if action == "compare":  # shown once two runs are marked (space)
+            return len(self.compared()) >= 2
         return True
 
     def action_mark(self) -> None:
@@ -59,6 +63,7 @@ class ViewActions:
             self.marked.remove(self.selected)
         else:
             self.marked.append(self.selected)
+        self.refresh_bindings()  # c shows once two runs are marked
         self._redraw_selection()
 
     def action_weights(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import torch
 import torch.nn.functional as F
 
-from . import checkpoint, histograms, setup
+from . import checkpoint, cost, histograms, setup
 from .meter import StepMeter
 from .optim import LrSchedule
 from .protocol import Config
@@ -56,10 +56,12 @@ def run(config: Config, run_dir: Any, events: Emitter, stop: Stop, resume: str |
 def train(strategy: Strategy, config: Config, run_dir: Any, events: Emitter, stop: Stop,
           resume: str | None = None) -> Outcome:
     """The per-process entry point: set up, optionally restore `resume`, and fit."""
-    training = Training(strategy, config, run_dir, events, stop)
+    meter = cost.Meter(events, run_dir)  # the run's time, memory and energy, into its final event
+    training = Training(strategy, config, run_dir, meter, stop)
     try:
         return training.fit(resume)
     finally:
+        meter.stop()
         if training.board is not None:
             training.board.close()
 

@@ -67,6 +67,8 @@ class RunState:
     oom_steps: list[float] = field(default_factory=list)  # marked on the plot
     weights: Weights = field(default_factory=Weights)  # the `histogram` events, for the weights view
     failure: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None  # trainers/cost.py's figures: from the final or latest `cost` event
+    step_times: Series = field(default_factory=Series)  # step -> seconds since the first event (wall axis)
     search: Search | None = None  # a tune run's trials
 
     @property
@@ -141,6 +143,7 @@ def _step(run: RunState, e: Event, t: float) -> None:
         run.mem = e["mem"]
     if _is_num(e.get("step")) and _is_num(e.get("loss")):
         run.train_loss.append(e["step"], e["loss"])
+        run.step_times.append(e["step"], t - (run.t_first or t))
 
 
 def _eval(run: RunState, e: Event, t: float) -> None:
@@ -179,6 +182,7 @@ def _oom(run: RunState, e: Event, t: float) -> None:
 def _final(run: RunState, e: Event, t: float) -> None:
     kind = e["type"]
     run.final, run.final_t = FINAL[kind], t
+    _cost(run, e, t)
     if kind == "failed":
         run.failure = e
         cause = e.get("cause") or "unknown cause"
@@ -192,6 +196,11 @@ def _final(run: RunState, e: Event, t: float) -> None:
         run.notes.append(Note(t, "info", text))
     else:
         run.notes.append(Note(t, "warning" if kind == "killed" else "info", kind))
+
+
+def _cost(run: RunState, e: Event, t: float) -> None:
+    if isinstance(e.get("cost"), dict):
+        run.cost = e["cost"]
 
 
 def _trial(run: RunState, e: Event, t: float) -> None:
@@ -213,5 +222,5 @@ def _is_num(v: Any) -> bool:
 _HANDLERS = {
     "started": _started, "step": _step, "eval": _eval, "warning": _warning, "oom_recovered": _oom,
     "finished": _final, "failed": _final, "stopped": _final, "killed": _final, "trial": _trial,
-    "histogram": _histogram,
+    "histogram": _histogram, "cost": _cost,
 }

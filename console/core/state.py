@@ -21,6 +21,8 @@ COLUMNS = (
     ("loss", "loss"), ("acc", "acc"), ("rate", "smp/s"), ("elapsed", "elapsed"),
 )
 RANKINGS = ("newest", "best")
+#: One colour per overlaid or compared run, in order (the plot, the compare view's tables and legend).
+RUN_COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
 SHORT_STRATEGY = {"model_parallel": "mp"}
 
 

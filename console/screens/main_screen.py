@@ -64,7 +64,7 @@ class MainScreen(Screen[None]):
                     with VerticalScroll(id="devices", classes="pane"):
                         yield GpuBars(id="bars")
                 yield RunLog(id="log", classes="pane")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Title the panes and start on the runs pane."""

@@ -21,7 +21,7 @@ class StartScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """The runs table (no rows yet) and the footer."""
         yield RunsTable(id="runs", classes="pane")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         """Title the pane as the dashboard does; open the dashboard once this frame is painted."""

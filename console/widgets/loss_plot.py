@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from textual_plotext import PlotextPlot
 
-from console.core.state import PlotLine
+from console.core.state import RUN_COLORS, PlotLine
 
 #: One run: a colour per kind of line. Several runs: a colour per run (the selected run first).
 KIND_COLORS = {"train": "cyan", "val_loss": "yellow", "val_acc": "green"}
-PALETTE = ("cyan", "magenta", "yellow", "green", "blue", "red")
+PALETTE = RUN_COLORS
 MARKERS = {"val_loss": "◆", "val_acc": "○"}
 LEGEND = "[cyan]⣿ train loss[/] [yellow]◆ val loss[/] [green]○ val acc →[/]"
 OOM_LEGEND = " [red]│ OOM[/]"  # a vertical line at each step where an out-of-memory was recovered
@@ -23,6 +23,7 @@ class LossPlot(PlotextPlot):
         super().__init__(id=id, classes=classes)
         self.lines: list[PlotLine] = []
         self.message = "no run selected: move the cursor in the runs pane"
+        self.xlabel = "step"
 
     def on_mount(self) -> None:
         """Set the frame's titles and draw the empty state."""
@@ -30,9 +31,10 @@ class LossPlot(PlotextPlot):
         self.border_title = "loss"
         self.replot()
 
-    def show(self, lines: list[PlotLine], title: str, message: str = "") -> None:
-        """Replace what is drawn: `lines` (run order = colour order), a title, and a note if empty."""
-        self.lines, self.message = lines, message
+    def show(self, lines: list[PlotLine], title: str, message: str = "", xlabel: str = "step") -> None:
+        """Replace what is drawn: `lines` (run order = colour order), a title, a note if empty, and what
+        the x axis counts."""
+        self.lines, self.message, self.xlabel = lines, message, xlabel
         self.border_title = title
         overlay = len({line.run_id for line in lines}) > 1
         trials = bool(lines) and all(line.label.startswith("#") for line in lines)  # a search's trials
@@ -66,7 +68,7 @@ class LossPlot(PlotextPlot):
                 plt.plot(xs, line.ys, marker="braille", color=color, yside=side)
             else:
                 plt.scatter(xs, line.ys, marker=MARKERS[line.kind], color=color, yside=side)
-        plt.xlabel("step")
+        plt.xlabel(self.xlabel)
         _integer_ticks(plt, [x for line in self.lines for x in line.xs[:1] + line.xs[-1:]])
         self.refresh()
 
