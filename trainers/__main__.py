@@ -17,6 +17,7 @@ from .protocol import ConfigError, EventWriter, RunDir, load
 from .signals import StopFlag, install_stop_handlers
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+RESERVE_BYTES = 1 << 20
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -36,11 +37,15 @@ def main(argv: list[str] | None = None) -> int:
     if not run.path.is_dir():
         print(f"python -m trainers: {run.path} is not a run directory", file=sys.stderr)
         return EXIT_USAGE
-    events = EventWriter(run.events, run.read_info().get("id") or run.id)
+    # The ballast: a full disk still leaves room for the run to say so, and for its final event.
+    events = EventWriter(run.events, run.read_info().get("id") or run.id, reserve_bytes=RESERVE_BYTES)
     _, code = train(run, events, stop, args.resume)
-    with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
-        run.update_info(ended_at=time.time(), exit_code=code)
     events.close()
+    try:
+        with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
+            run.update_info(ended_at=time.time(), exit_code=code)
+    except OSError as exc:  # a full disk: the final event says how it ended
+        print(f"cannot record ended_at in run.json: {exc}", file=sys.stderr)
     return code
 
 

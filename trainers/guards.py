@@ -58,6 +58,11 @@ LABEL_MARKERS = ("device-side assert", "out of bounds", "Target -1", "index out 
 
 def explain(exc: BaseException, config: Config | None = None) -> Explanation:
     """The cause (`Type: first line of the message`) and a hint for an exception raised by a run."""
+    from .troubles import disk  # stdlib only, like this module
+
+    if disk.is_disk_full(exc) and not getattr(exc, "hint", ""):  # torch hides ENOSPC ("unexpected pos")
+        where = os.environ.get("TRAINCONSOLE_HOME") or os.getcwd()
+        return Explanation(cause=disk.cause(exc, where, one_line(exc)), hint=disk.DISK_FULL_HINT)
     own = getattr(exc, "hint", "")  # an error that knows its own fix (TrainerError subclasses)
     hint = own if isinstance(own, str) and own else _hint(exc, config or {})
     cause, where = one_line(exc), plugin_frame(exc, config or {})

@@ -21,7 +21,7 @@ from .protocol import Config
 from .step import Stepper
 from .strategies import Strategy, make_strategy
 from .tb_export import TensorBoardExport
-from .troubles import batch_finder, memory_cap, precision_probe
+from .troubles import batch_finder, disk, memory_cap, precision_probe
 from .troubles.divergence import DivergenceWatch
 from .troubles.leaks import LeakWatch
 
@@ -222,9 +222,13 @@ class Training:
         """Write a checkpoint and its `checkpoint` event (rank 0 only), then wait for the other ranks."""
         if self.is_zero:
             model, scaler = self.strategy.unwrap(self.model), self.parts.precision.scaler
-            checkpoint.save(path, model, self.optimizer, scaler, epoch, self.step, self.config, self.metrics,
-                            epoch_complete=complete, batches_done=0 if complete else self.batches_done,
-                            micro_batch=self.stepper.micro_batch)
+            needed = os.path.getsize(path) if os.path.exists(path) else None
+            disk.wait_for_space(  # a full disk pauses the run (state kept in memory) instead of ending it
+                lambda: checkpoint.save(path, model, self.optimizer, scaler, epoch, self.step, self.config,
+                                        self.metrics, epoch_complete=complete,
+                                        batches_done=0 if complete else self.batches_done,
+                                        micro_batch=self.stepper.micro_batch),
+                path, self.emit, self.config["train"]["disk_full_wait_s"], needed)
             self.emit("checkpoint", path=str(path), epoch=epoch, step=self.step, is_best=is_best)
         self.strategy.barrier()
 

@@ -7,6 +7,8 @@ Readers keep a byte offset, never block, and leave a half-written last line for 
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import time
@@ -32,6 +34,10 @@ FINAL = {FINISHED: "finished", FAILED: "failed", STOPPED: "stopped", KILLED: "ki
 STATUSES = ("running", "finished", "failed", "stopped", "killed", "lost", "queued")
 
 Event = dict[str, Any]
+#: Write errors that mean the disk is full: the run waits for space instead of failing.
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+DISK_FULL_HINT = ("free space on that filesystem, move $TRAINCONSOLE_HOME to a larger one, or keep fewer "
+                  "checkpoints; the run goes on by itself once space returns")
 
 
 def make_event(run_id: str, kind: str, **fields: Any) -> Event:
@@ -40,31 +46,129 @@ def make_event(run_id: str, kind: str, **fields: Any) -> Event:
 
 
 class EventWriter:
-    """Appends events to one run's log; safe to use from several processes at once."""
+    """Appends events to one run's log; safe to use from several processes at once.
 
-    def __init__(self, path: str | os.PathLike[str], run_id: str) -> None:
+    On a full disk (ENOSPC, EDQUOT) nothing is lost and nothing fails: events wait in memory, in order,
+    and every later emit (or `retry`) tries them again. With `reserve_bytes`, the writer keeps a ballast
+    file of that size beside the log and deletes it at the first failed write, so that a `warning` with
+    code `disk_full` (and, when the run must end, its final event) can still be written; when writing
+    works again it says so (`disk_space_back`) and puts the ballast back.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], run_id: str, reserve_bytes: int = 0) -> None:
         self.path = os.fspath(path)
         self.run_id = run_id
         self._fd: int | None = None
+        self._pending: list[bytes] = []
+        self._torn = False  # a short write left part of a line: end it with a newline before the next
+        self.full_since: float | None = None
+        self._reserve_bytes = reserve_bytes
+        self._reserve = os.path.join(os.path.dirname(self.path), ".reserve")
+        if reserve_bytes:
+            self._make_reserve()
 
     def emit(self, kind: str, **fields: Any) -> Event:
-        """Append one event with a single write and return it."""
+        """Append one event with a single write and return it (kept for later if the disk is full)."""
         event = make_event(self.run_id, kind, **fields)
-        line = (json.dumps(event, separators=(",", ":"), default=str) + "\n").encode()
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        os.write(self._fd, line)
+        self._pending.append((json.dumps(event, separators=(",", ":"), default=str) + "\n").encode())
+        self.retry()
         return event
 
+    def retry(self) -> bool:
+        """Write the events that wait, oldest first; False while the disk is still full."""
+        was_full = self.full_since
+        try:
+            self._write_pending()
+        except OSError as exc:
+            if exc.errno not in DISK_FULL:
+                raise
+            self._on_full()
+            return False
+        if was_full is not None:
+            self.full_since = None
+            self._make_reserve()
+            paused = round(time.time() - was_full, 1)
+            self.emit(WARNING, code="disk_space_back", path=self.path, paused_s=paused,
+                      message=f"space is back after {paused} s: the held events are written", hint="")
+        return True
+
+    @property
+    def waiting(self) -> int:
+        """Events held in memory for lack of space."""
+        return len(self._pending)
+
+    def _write_pending(self) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if self._torn:
+            os.write(self._fd, b"\n")  # readers skip the torn line; the whole event follows
+            self._torn = False
+        while self._pending:
+            line = self._pending[0]
+            written = os.write(self._fd, line)
+            if written < len(line):
+                self._torn = True
+                raise OSError(errno.ENOSPC, "short write", self.path)
+            self._pending.pop(0)
+
+    def _on_full(self) -> None:
+        """The first failed write: free the ballast and say so, in order, after what waits."""
+        if self.full_since is not None:
+            return
+        self.full_since = time.time()
+        released = self._release_reserve()
+        free = free_bytes(self.path)
+        self._pending.append((json.dumps(make_event(
+            self.run_id, WARNING, code="disk_full", path=self.path, free_bytes=free,
+            message=f"no space left on the disk of {self.path} ({free} bytes free): events are kept in "
+            "memory and written when space returns", hint=DISK_FULL_HINT)) + "\n").encode())
+        if released:
+            try:
+                self._write_pending()
+            except OSError as exc:
+                if exc.errno not in DISK_FULL:
+                    raise
+
+    def _make_reserve(self) -> None:
+        if not self._reserve_bytes or os.path.exists(self._reserve):
+            return
+        try:
+            with open(self._reserve, "wb") as f:
+                f.write(b"\0" * self._reserve_bytes)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(self._reserve)
+
+    def _release_reserve(self) -> bool:
+        try:
+            os.unlink(self._reserve)
+            return True
+        except OSError:
+            return False
+
     def close(self) -> None:
-        """Close the descriptor; the next emit reopens it."""
+        """Write what waits (once more), remove the ballast, close the descriptor; emit reopens it."""
+        with contextlib.suppress(OSError):
+            self.retry()
+        if self._reserve_bytes:
+            self._release_reserve()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # Descriptors don't cross process boundaries (spawned ranks, Ray): reopen lazily there.
-        return {**self.__dict__, "_fd": None}
+        # Descriptors don't cross process boundaries (spawned ranks, Ray): reopen lazily there; the
+        # ballast belongs to the process that made it.
+        return {**self.__dict__, "_fd": None, "_pending": [], "_reserve_bytes": 0}
+
+
+def free_bytes(path: str | os.PathLike[str]) -> int:
+    """Bytes free to an unprivileged writer on the filesystem that holds `path`."""
+    try:
+        stat = os.statvfs(os.path.dirname(os.fspath(path)) or ".")
+    except OSError:
+        return 0
+    return stat.f_bavail * stat.f_frsize
 
 
 class EventReader:
