@@ -48,7 +48,7 @@ class Meter:
     def __init__(self, events: Emitter, run_dir: Any) -> None:
         self.events = events
         info = run_dir.read_info() if hasattr(run_dir, "read_info") else {}
-        self.root = _run_root(info.get("pid"))
+        self.root = _run_root(run_dir, info.get("pid"))
         self.t0 = float(info.get("started_at") or time.time())
         self.host_peak = 0
         self.gpu_peak: dict[str, int] = {}
@@ -114,19 +114,26 @@ class Meter:
                 "gpu_hours": wall * len(gpus) / 3600 if gpus else None, "energy_j": energy}
 
 
-def _run_root(pid: Any) -> int:
-    """The run's top process (run.json's pid) when it is this process or an ancestor (a DDP rank's
-    parent), else this process (training called in-process, as in the tests)."""
+def _run_root(run_dir: Any, pid: Any) -> int:
+    """The run's top process: run.json's pid when it is this process or an ancestor (a DDP rank's
+    parent), else the furthest ancestor started on this run directory (`python -m trainers RUN_DIR`),
+    else this process (training called in-process, as in some tests)."""
     import psutil
 
-    me = os.getpid()
-    if not isinstance(pid, int) or pid == me:
-        return me
     try:
-        ancestors = {p.pid for p in psutil.Process(me).parents()}
+        chain = [psutil.Process(), *psutil.Process().parents()]
     except psutil.Error:
-        return me
-    return pid if pid in ancestors else me
+        return os.getpid()
+    if isinstance(pid, int) and pid in {p.pid for p in chain}:
+        return pid
+    path, root = str(getattr(run_dir, "path", "") or ""), os.getpid()
+    for proc in chain:
+        try:
+            if path and path in proc.cmdline():
+                root = proc.pid
+        except psutil.Error:
+            continue
+    return root
 
 
 def _energy(nvml: Any) -> dict[str, int]:
