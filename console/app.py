@@ -138,7 +138,7 @@ class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
         from console.services import gpu  # psutil, and NVML when there is a GPU
 
         worker = get_current_worker()
-        sampler = self.sampler = self.sampler or gpu.NvmlSampler()
+        sampler = self.sampler = self.sampler or gpu.NvmlSampler(self.home)
         while not (worker.is_cancelled or self._stopping.is_set()):
             try:
                 devices = sampler.sample(gpu.families(self._leaders))

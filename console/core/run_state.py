@@ -70,6 +70,7 @@ class RunState:
     cost: dict[str, Any] | None = None  # trainers/cost.py's figures: from the final or latest `cost` event
     step_times: Series = field(default_factory=Series)  # step -> seconds since the first event (wall axis)
     search: Search | None = None  # a tune run's trials
+    disk_full: bool = False  # its last word on the disk was `disk_full` (paused, or lost for it)
 
     @property
     def status(self) -> str:
@@ -160,8 +161,11 @@ def _eval(run: RunState, e: Event, t: float) -> None:
 
 
 def _warning(run: RunState, e: Event, t: float) -> None:
+    if e.get("code") in ("disk_full", "disk_space_back"):
+        run.disk_full = e["code"] == "disk_full"
     code = f"[{e['code']}] " if e.get("code") else ""
-    run.notes.append(Note(t, "warning", code + str(e.get("message", "")), str(e.get("hint") or "")))
+    paused = "paused: disk full; " if e.get("code") == "disk_full" else ""
+    run.notes.append(Note(t, "warning", paused + code + str(e.get("message", "")), str(e.get("hint") or "")))
 
 
 def _oom(run: RunState, e: Event, t: float) -> None:

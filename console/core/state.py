@@ -101,10 +101,18 @@ def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
         epoch, acc = f"{len(run.search.trials)} tr", "-" if leader is None else _num(leader.best, ".3g")
     elapsed = run.elapsed(now)
     return (
-        ("● " if marked else "! " if run.problem else "") + label(run), run.status, strategy, epoch,
+        ("● " if marked else "! " if run.problem else "") + label(run), status_text(run), strategy, epoch,
         _num(run.loss, ".4g"), acc, _num(run.samples_per_s, ",.0f"),
         "-" if elapsed is None else duration(elapsed),
     )
+
+
+def status_text(run: RunState) -> str:
+    """The status cell: `paused: disk full` / `lost: disk full` for a run stuck on a full disk."""
+    status = run.status
+    if run.disk_full and status in ("running", "lost"):
+        return ("paused" if status == "running" else status) + ": disk full"
+    return status
 
 
 def label(run: RunState) -> str:

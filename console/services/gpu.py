@@ -6,8 +6,11 @@ frozen `Devices` snapshot. The app calls it from a thread worker at <= 2 Hz, nev
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
@@ -40,12 +43,42 @@ class Host:
 
 
 @dataclass(frozen=True)
+class Disk:
+    """The runs home's filesystem: free and total bytes, and the largest last checkpoint (what the next
+    checkpoint of such a run needs)."""
+
+    path: str
+    free: int
+    total: int
+    needed: int = 0
+
+    @property
+    def low(self) -> bool:
+        """Less free than the next checkpoint needs."""
+        return self.free < self.needed
+
+
+@dataclass(frozen=True)
 class Devices:
-    """One sample of every device: GPUs, or the host with a one-line note saying why."""
+    """One sample of every device: GPUs, or the host with a one-line note saying why; and the disk."""
 
     gpus: tuple[Gpu, ...] = ()
     host: Host | None = None
     note: str = ""
+    disk: Disk | None = None
+
+
+def disk_snapshot(home: Path) -> Disk | None:
+    """Free space of the filesystem holding `home`, and the size of its runs' largest last.pt."""
+    try:
+        stat = os.statvfs(home)
+    except OSError:
+        return None
+    needed = 0
+    for last in home.glob("runs/*/checkpoints/last.pt"):
+        with contextlib.suppress(OSError):
+            needed = max(needed, last.stat().st_size)
+    return Disk(str(home), stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize, needed)
 
 
 class Sampler(Protocol):
@@ -92,12 +125,16 @@ def _rss(pid: int) -> int:
 class NvmlSampler:
     """GPUs through NVML (nvidia-ml-py); falls back to host memory when NVML is not there."""
 
-    def __init__(self) -> None:
+    def __init__(self, home: Path | None = None) -> None:
         self._nvml: Any = None
-        self.note = ""
+        self.note, self.home = "", home
 
     def sample(self, families: Mapping[str, set[int]]) -> Devices:
-        """One snapshot; initialises NVML on first use."""
+        """One snapshot, with the runs home's disk when it knows the home."""
+        devices = self._devices(families)
+        return replace(devices, disk=disk_snapshot(self.home)) if self.home is not None else devices
+
+    def _devices(self, families: Mapping[str, set[int]]) -> Devices:
         if self._nvml is None:
             self._nvml = self._init()
         if self._nvml is False:

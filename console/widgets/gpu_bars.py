@@ -55,6 +55,10 @@ class GpuBars(Widget):
                 self._bar(text, f"{gpu.index}", gpu.used, gpu.total, gpu.by_run, width)
             if d.host is not None:
                 self._bar(text, "host", d.host.used, d.host.total, d.host.by_run, width)
+            if d.disk is not None:  # red below what the next checkpoint needs
+                need = f", a checkpoint needs {human_bytes(d.disk.needed)}" if d.disk.low else ""
+                text.append(f"disk {human_bytes(d.disk.free)} free of {human_bytes(d.disk.total)}{need}\n",
+                            style="bold red" if d.disk.low else "dim")
         self._selected(text, width)
         text.rstrip()
         lines = text.split("\n")
@@ -113,4 +117,4 @@ def _shape(devices: Devices | None) -> tuple[object, ...]:
     if devices is None:
         return ()
     host = None if devices.host is None else len(devices.host.by_run)
-    return tuple(len(g.by_run) for g in devices.gpus), host, devices.note
+    return tuple(len(g.by_run) for g in devices.gpus), host, devices.note, devices.disk is None

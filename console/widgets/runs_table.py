@@ -38,6 +38,7 @@ class RunsTable(DataTable[Text]):
 
     def update_rows(self, rows: list[Row]) -> None:
         """Show these rows in this order; only cells that changed are redrawn."""
+        self._fit_status(rows)
         order = [run_id for run_id, _ in rows]
         if order != self._order:
             self._rebuild(rows)
@@ -67,12 +68,26 @@ class RunsTable(DataTable[Text]):
         if keep in self._cells:
             self.select(keep)
 
+    def _fit_status(self, rows: list[Row]) -> None:
+        """Widen the status column for a long status (`paused: disk full`), back when it is gone."""
+        width = max([WIDTHS["status"], *(len(cells[1]) for _, cells in rows)])
+        column = self.columns[ColumnKey("status")]
+        if column.width != width:
+            column.width = width
+            self._require_update_dimensions = True
+            if self.size.width:
+                self._fit_run_column(self.size.width)
+
     def on_resize(self, event: events.Resize) -> None:
         """Give the run column whatever width the fixed columns leave."""
+        self._fit_run_column(event.size.width)
+
+    def _fit_run_column(self, total: int) -> None:
         # The pane's border and a vertical scrollbar take two columns each.
-        fixed = sum(WIDTHS.values()) + 2 * self.cell_padding * len(COLUMNS) + 4
+        status = self.columns[ColumnKey("status")].width - WIDTHS["status"]
+        fixed = sum(WIDTHS.values()) + status + 2 * self.cell_padding * len(COLUMNS) + 4
         column = self.columns[ColumnKey("run")]
-        width = max(12, event.size.width - fixed)
+        width = max(12, total - fixed)
         if column.width != width:
             column.width = width
             self._require_update_dimensions = True
@@ -81,7 +96,7 @@ class RunsTable(DataTable[Text]):
 
     def _styled(self, key: str, value: str) -> Text:
         if key == "status":
-            return Text(value, style=STATUS_STYLES.get(value, ""))
+            return Text(value, style="bold red" if "disk full" in value else STATUS_STYLES.get(value, ""))
         if key in ("loss", "acc", "rate", "elapsed", "epoch"):
             return Text(value, justify="right")
         if key == "run":
