@@ -105,6 +105,10 @@ class DistributedDataParallel(Strategy):
         group = dist.new_group(backend="gloo") if self.backend == "nccl" else None
         self.sync = RankSync(self.device, group)
         self.fail_at = fault_step(self.global_rank)
+        if self.config["train"].get("batch_finder"):  # each node searched alone: all take the smallest
+            batch = torch.tensor([self.config["train"]["batch_size"]], dtype=torch.int64)
+            dist.all_reduce(batch, op=dist.ReduceOp.MIN, group=group)
+            self.config["train"]["batch_size"] = int(batch.item())
 
     def teardown(self) -> None:
         if dist.is_initialized():

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 import copy
 import multiprocessing
+import os
 import resource
+import signal
 import time
 from typing import Any
 
+import psutil
 import torch
 import torch.nn.functional as F
 
 from .. import data, models
+from ..guards import TrainerError
 from ..optim import Precision, make_optimizer
 from ..protocol import Config
 from ..strategies.devices import resolve as resolve_devices
@@ -31,6 +35,12 @@ from . import memory_cap
 from .oom import free, is_oom
 
 MARGIN = 0.9
+#: A batch leaves an epoch at least this many steps (digits without a cap picked the whole training set).
+MIN_STEPS = 8
+#: On a CPU without train.max_memory_mb: the share of the memory available at start the search may use.
+AVAILABLE_SHARE = 0.5
+#: The search stops after this long and keeps the largest batch that fitted (every path ends in < 60 s).
+TIMEOUT_S = float(os.environ.get("TRAINCONSOLE_FINDER_TIMEOUT_S", "45"))
 
 
 def resolve(config: Config, resume: str | None = None) -> Config:
@@ -72,27 +82,92 @@ def find_apart(config: Config, device: torch.device, world: int) -> tuple[int, l
     """`find` in a fresh (spawned) process, so the run starts as if no trial had run: the trials'
     freed heap, the allocator's caches and oneDNN's primitive cache stay in that process. (In the same
     process, under a CPU cap, a run could then not create oneDNN primitives for new micro-batch sizes
-    after an OOM: "could not create a primitive" all the way down to a micro-batch of 1.)"""
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(find, (config, device, world))
+    after an OOM: "could not create a primitive" all the way down to a micro-batch of 1.)
+
+    The child reports each trial as it goes. A child that dies (the kernel's OOM killer sends SIGKILL)
+    is a FinderFailed within a second; one still searching after `TIMEOUT_S` is stopped and the largest
+    batch that fitted so far is taken."""
+    ctx = multiprocessing.get_context("spawn")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(send, config, device, world), daemon=True)
+    child.start()
+    send.close()
+    trials: list[list[int]] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            if receive.poll(0.2):
+                try:
+                    message = receive.recv()
+                except EOFError:
+                    break
+                if message[0] == "trial":
+                    trials.append(message[1])
+                elif message[0] == "done":
+                    return message[1], trials
+                else:
+                    raise FinderFailed(f"the batch finder failed: {message[1]}")
+            elif not child.is_alive():
+                break
+        else:
+            fitted = [batch for batch, ok in trials if ok]
+            if fitted:
+                return max(1, int(max(fitted) * MARGIN)), trials
+            raise FinderFailed(f"the batch finder found no batch that fits within {TIMEOUT_S:g} s")
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+    code = child.exitcode
+    how = f"killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+    raise FinderFailed(f"the batch finder's process was {how} after {len(trials)} trials "
+                       f"(signal 9 is usually the kernel's out-of-memory killer)")
 
 
-def find(config: Config, device: torch.device, world: int) -> tuple[int, list[list[int]]]:
-    """(per-process batch, [[batch, fits 0/1], ...]) for a training step of this config on `device`."""
+class FinderFailed(TrainerError):
+    """`train.batch_size = "auto"` could not find a batch; the run fails saying why."""
+
+    hint = ("set train.batch_size to a number, or set train.max_memory_mb so the search stays inside a "
+            "budget (without it, on a CPU, it is bounded by the memory available when it starts)")
+
+
+def _child(send: Any, config: Config, device: torch.device, world: int) -> None:
+    """The finder's process: report each trial, then the result (or the error) through `send`."""
+    if os.environ.get("TRAINCONSOLE_FINDER_KILL"):  # test hook: the kernel's OOM killer at work
+        os.kill(os.getpid(), signal.SIGKILL)
+    try:
+        found, _ = find(config, device, world, lambda trial: send.send(("trial", trial)))
+        send.send(("done", found))
+    except Exception as exc:  # noqa: BLE001 - the parent turns it into one line
+        send.send(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def find(config: Config, device: torch.device, world: int,
+         report: Any = None) -> tuple[int, list[list[int]]]:
+    """(per-process batch, [[batch, fits 0/1], ...]) for a training step of this config on `device`.
+
+    At most 1/MIN_STEPS of this process's share of the training set (an epoch keeps MIN_STEPS steps at
+    least). On a CPU without `train.max_memory_mb`, the search runs under a cap of most of the memory
+    available now, so that running out fails a trial instead of waking the kernel's OOM killer."""
     split = data.build(config)
-    limit = max(1, len(split.train) // world)
+    limit = max(1, len(split.train) // world // MIN_STEPS)
     model = models.build(config, split.num_classes, split.input_shape).to(device)
     optimizer = make_optimizer(model, config["train"])
     precision = Precision(config["train"]["precision"], device, lambda **_: None)
     pool = torch.stack([split.train[i][0] for i in range(min(limit, 256))])
+    cap_mb = config["train"]["max_memory_mb"]
+    if not cap_mb and device.type == "cpu":
+        cap_mb = max(64, int(psutil.virtual_memory().available * AVAILABLE_SHARE) >> 20)
     trials: list[list[int]] = []
 
     def fits(batch: int) -> bool:
-        ok = _trial(model, optimizer, precision, pool, batch, device, config["train"]["max_memory_mb"] > 0)
+        ok = _trial(model, optimizer, precision, pool, batch, device, cap_mb > 0)
         trials.append([batch, int(ok)])
+        if report is not None:
+            report([batch, int(ok)])
         return ok
 
-    with _capped(config["train"]["max_memory_mb"], device):
+    with _capped(cap_mb, device):
         low = search(fits, limit)
     return (max(1, int(low * MARGIN)) if low < limit else limit), trials
 

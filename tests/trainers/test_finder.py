@@ -1,0 +1,34 @@
+"""`train.batch_size = "auto"` cannot hang and never returns nonsense: a finder killed by the kernel is a
+clear failure within seconds, and without a cap on a CPU the batch leaves an epoch several steps."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from trainer_runs import events, make_config, make_run, train
+
+from trainers.protocol import run_status
+
+
+def test_a_killed_finder_fails_the_run_within_a_minute(tc_home: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINCONSOLE_FINDER_KILL", "1")  # the child SIGKILLs itself, as the OOM killer would
+    run = make_run(tc_home, make_config(train={"batch_size": "auto", "epochs": 1}))
+    began = time.monotonic()
+    assert train(run, timeout=60) == 1
+    assert time.monotonic() - began < 60
+    (failed,) = events(run, "failed")
+    assert "killed by signal 9" in failed["cause"] and "train.batch_size to a number" in failed["hint"]
+
+
+@pytest.mark.slow
+def test_auto_on_a_cpu_without_a_cap_keeps_several_steps_per_epoch(tc_home: Path) -> None:
+    """The digits demo used to pick 1,438: the whole training set, one step per epoch, chance accuracy."""
+    run = make_run(tc_home, make_config(train={"batch_size": "auto", "epochs": 6}))
+    assert train(run, timeout=240) == 0 and run_status(run) == "finished"
+    started = events(run, "started")[0]
+    batch = started["batch_size"]
+    assert 1 <= batch <= 1438 // 8 and started["batch_finder"]["trials"]
+    assert events(run, "eval")[-1]["val_acc"] > 0.5
