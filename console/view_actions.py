@@ -38,7 +38,8 @@ class ViewActions:
         weights view; c once two runs are marked; only ? and q over the compare view."""
         if not self.dashboard and action != "quit":
             return None  # shown dimmed on the first frame, until the dashboard opens (a fraction of a second)
-        if self.screen.id == "compare" and action not in ("help", "quit"):
+        comparing = bool(self.screen_stack) and self.screen_stack[-1].id == "compare"
+        if comparing and action not in ("help", "quit"):
             return False  # the lifecycle and view keys act on the dashboard: not while comparing
         run = self.board.runs.get(self.selected or "")
         tune = run is not None and run.kind == "tune"

@@ -117,7 +117,7 @@ async def test_invalid_field_is_flagged_and_l_refuses(fixture_home: Path) -> Non
         lr.value = "-1"
         await pilot.pause()
         error = app.main.query_one("#train-lr-error")
-        assert error.display and "must be a finite number > 0" in str(error.render())
+        assert error.display and "must be > 0 and <= 10" in str(error.render())
         await pilot.press("escape", "l")
         await pilot.pause(0.3)
         assert app.focused is lr and len(protocol.list_runs(fixture_home)) == 5
