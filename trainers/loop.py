@@ -108,7 +108,9 @@ class Training:
     def fit(self, resume: str | None = None) -> Outcome:
         """Train the remaining epochs; stop early (with a checkpoint) when the stop flag is set."""
         resumed_from = self.restore(resume) if resume else None
-        cap = memory_cap.apply(self.config["train"]["max_memory_mb"], self.strategy.device)  # after setup
+        # after setup; every device this process uses (a DDP rank: its own)
+        devices = self.strategy.devices if self.strategy.world_size == 1 else [self.strategy.device]
+        cap = memory_cap.apply_devices(self.config["train"]["max_memory_mb"], devices)
         self.emit_node("started", **setup.started_fields(self.strategy, self.config, self.parts),
                        resumed_from_step=resumed_from, start_epoch=self.start_epoch, memory_cap=cap,
                        micro_batch=self.stepper.micro_batch,

@@ -32,3 +32,23 @@ def test_auto_on_a_cpu_without_a_cap_keeps_several_steps_per_epoch(tc_home: Path
     batch = started["batch_size"]
     assert 1 <= batch <= 1438 // 8 and started["batch_finder"]["trials"]
     assert events(run, "eval")[-1]["val_acc"] > 0.5
+
+
+def test_the_cap_covers_every_device_a_process_places_work_on() -> None:
+    import torch
+
+    from trainers.troubles.memory_cap import placed
+
+    cuda = [torch.device(f"cuda:{i}") for i in (0, 1, 0, 2)]
+    assert [str(d) for d in placed(cuda)] == ["cuda:0", "cuda:1", "cuda:2"]  # dp, or model_parallel's stages
+    assert [str(d) for d in placed([torch.device("cpu")] * 3)] == ["cpu"]  # CPU stages: one host limit
+
+
+@pytest.mark.slow
+def test_auto_under_model_parallel_searches_with_the_model_placed_in_stages(tc_home: Path) -> None:
+    config = make_config(train={"batch_size": "auto", "epochs": 1, "max_memory_mb": 200},
+                         strategy={"name": "model_parallel", "devices": 2, "accelerator": "cpu"})
+    run = make_run(tc_home, config)
+    assert train(run, timeout=240) == 0, run.stderr.read_text()[-2000:]
+    started = events(run, "started")[0]
+    assert started["batch_finder"]["trials"] and started["memory_cap"]["devices"] == ["cpu"]

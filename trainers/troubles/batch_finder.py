@@ -151,7 +151,7 @@ def find(config: Config, device: torch.device, world: int,
     available now, so that running out fails a trial instead of waking the kernel's OOM killer."""
     split = data.build(config)
     limit = max(1, len(split.train) // world // MIN_STEPS)
-    model = models.build(config, split.num_classes, split.input_shape).to(device)
+    model, devices = _placed_model(config, models.build(config, split.num_classes, split.input_shape), device)
     optimizer = make_optimizer(model, config["train"])
     precision = Precision(config["train"]["precision"], device, lambda **_: None)
     pool = torch.stack([split.train[i][0] for i in range(min(limit, 256))])
@@ -167,7 +167,7 @@ def find(config: Config, device: torch.device, world: int,
             report([batch, int(ok)])
         return ok
 
-    with _capped(cap_mb, device):
+    with _capped(cap_mb, devices):
         low = search(fits, limit)
     return (max(1, int(low * MARGIN)) if low < limit else limit), trials
 
@@ -189,16 +189,27 @@ def search(fits: Any, limit: int) -> int:
     return low
 
 
+def _placed_model(config: Config, model: torch.nn.Module,
+                  device: torch.device) -> tuple[torch.nn.Module, list[torch.device]]:
+    """The model placed as the run will place it (model_parallel: its stages on their devices)."""
+    if config["strategy"]["name"] != "model_parallel":
+        return model.to(device), [device]
+    from ..strategies import make_strategy
+
+    strategy = make_strategy(config)
+    return strategy.setup_module(model), strategy.devices
+
+
 def _trial(model: torch.nn.Module, optimizer: torch.optim.Optimizer, precision: Precision,
            pool: torch.Tensor, batch: int, device: torch.device, capped: bool) -> bool:
     """Whether one training step at `batch` runs without running out of memory."""
     failed = False
     try:
         x = pool.repeat((batch + len(pool) - 1) // len(pool), *[1] * (pool.dim() - 1))[:batch].to(device)
-        y = torch.zeros(batch, dtype=torch.long, device=device)
         optimizer.zero_grad(set_to_none=True)
         with precision.autocast():
-            loss = F.cross_entropy(model(x), y)
+            out = model(x)
+            loss = F.cross_entropy(out, torch.zeros(batch, dtype=torch.long, device=out.device))
         loss.backward()
         optimizer.step()
         if device.type == "cuda":
@@ -226,15 +237,15 @@ class _capped:
     """`train.max_memory_mb` for the probe, and the previous CPU limit back afterwards (the ranks and
     the run set their own)."""
 
-    def __init__(self, cap_mb: int, device: torch.device) -> None:
-        self.cap_mb, self.device = cap_mb, device
+    def __init__(self, cap_mb: int, devices: list[torch.device]) -> None:
+        self.cap_mb, self.devices = cap_mb, devices
         self.saved = resource.getrlimit(resource.RLIMIT_DATA)
 
     def __enter__(self) -> None:
-        memory_cap.apply(self.cap_mb, self.device)
+        memory_cap.apply_devices(self.cap_mb, self.devices)
 
     def __exit__(self, *exc: object) -> None:
-        if self.device.type == "cpu":
-            resource.setrlimit(resource.RLIMIT_DATA, self.saved)
-        elif self.cap_mb:
-            torch.cuda.set_per_process_memory_fraction(1.0, self.device)
+        resource.setrlimit(resource.RLIMIT_DATA, self.saved)
+        for device in memory_cap.placed(self.devices):
+            if device.type == "cuda" and self.cap_mb:
+                torch.cuda.set_per_process_memory_fraction(1.0, device)

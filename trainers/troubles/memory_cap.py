@@ -57,6 +57,23 @@ def apply(cap_mb: int, device: torch.device) -> dict[str, Any] | None:
     return {"device": "cpu", "limit_mb": cap_mb, "baseline_mb": base // MB, "rlimit_data_mb": limit // MB}
 
 
+def apply_devices(cap_mb: int, devices: list[torch.device]) -> dict[str, Any] | None:
+    """Cap every device one process uses (dp's GPUs, model_parallel's stages): each GPU at `cap_mb`,
+    the host once. The `started` event's record names the first and lists them all."""
+    records = [apply(cap_mb, device) for device in placed(devices)]
+    if not records or records[0] is None:
+        return None
+    return {**records[0], "devices": [r["device"] for r in records if r]}
+
+
+def placed(devices: list[torch.device]) -> list[torch.device]:
+    """The distinct devices of a placement, in order (all CPU stages are one host)."""
+    seen: dict[str, torch.device] = {}
+    for device in devices:
+        seen.setdefault(str(device) if device.type == "cuda" else "cpu", device)
+    return list(seen.values())
+
+
 def pin_mmap_threshold(size: int) -> bool:
     """Fix glibc's mmap threshold at `size` bytes (and stop it rising); False where not glibc."""
     try:
