@@ -12,9 +12,9 @@ import time
 import traceback
 from typing import Any
 
-from .guards import explain, traceback_tail
 from .protocol import ConfigError, EventWriter, RunDir, load
 from .signals import StopFlag, install_stop_handlers
+from .troubles.explain import explain, traceback_tail
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 RESERVE_BYTES = 1 << 20

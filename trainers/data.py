@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset, Subset, TensorDataset
 
-from .guards import DataFilesMissing, TrainerError
+from .errors import DataFilesMissing, TrainerError
 from .protocol import Config
 
 IN_MEMORY_LIMIT = 1 << 30  # bytes of float32 images above which mnist/cifar10 stay lazy

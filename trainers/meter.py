@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import torch
 
-from .guards import NonFiniteLossError
+from .errors import NonFiniteLossError
 from .protocol.shapes import Mem
 
 

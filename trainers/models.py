@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from . import checkpoint
-from .guards import CheckpointError
+from .errors import CheckpointError
 from .protocol import Config
 
 AUX_HEAD_MODELS = ("googlenet", "inception_v3")  # their auxiliary heads would change the output type

@@ -34,10 +34,11 @@ from torch import nn
 from torch.nn.modules.batchnorm import _BatchNorm
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from .guards import TrainerError, one_line
-from .troubles.explain import pointed
+from .errors import NonFiniteLossError, TrainerError
+from .troubles.explain import hint_for, one_line
 from .troubles.forensics import MemoryHistory
 from .troubles.oom import OutOfMemory, free, is_oom, memory_at
+from .troubles.pointed import pointed
 
 INJECTED = "DefaultCPUAllocator: can't allocate memory: injected by TRAINCONSOLE_OOM_AT"
 
@@ -157,7 +158,7 @@ class Stepper:
             self.emit("warning", code="nonfinite_skipped", step=step + 1, skipped=self.skipped,
                       message=f"loss is NaN or infinite at step {step + 1}: step skipped "
                       f"({self.skipped} so far)",
-                      hint="lower train.lr; with fp16 try bf16; check the data for NaN or infinite values")
+                      hint=hint_for(NonFiniteLossError(step + 1, math.nan), self.config))
 
     def _micro(self, x: torch.Tensor, y: torch.Tensor, weight: float, step: int,
                last: bool) -> torch.Tensor | Failure:

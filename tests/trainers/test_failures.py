@@ -10,7 +10,8 @@ import torch
 from trainer_runs import events, make_config, make_run, train
 
 from trainers import data, protocol
-from trainers.guards import DataFilesMissing, NonFiniteLossError, explain
+from trainers.errors import DataFilesMissing, NonFiniteLossError
+from trainers.troubles.explain import explain
 
 PLUGINS = textwrap.dedent('''
     from torch import nn
@@ -21,6 +22,12 @@ PLUGINS = textwrap.dedent('''
     def fixed_size(config, num_classes, input_shape):
         # Wired for 1x8x8 inputs whatever the data says: a classic shape bug.
         return nn.Sequential(nn.Flatten(), nn.Linear(64, num_classes))
+
+    def deep_linear(config, num_classes, input_shape):
+        # Eight linear layers with nothing between them: at lr 10 the loss is nan within a few steps.
+        width = input_shape[0] * input_shape[1] * input_shape[2]
+        return nn.Sequential(nn.Flatten(), *(nn.Linear(width, width) for _ in range(7)),
+                             nn.Linear(width, num_classes))
 ''')
 
 
@@ -53,9 +60,10 @@ def test_shape_mismatch_names_the_config_keys(tc_home: Path, tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_diverging_loss_is_caught_at_a_step_event(tc_home: Path, tmp_path: Path) -> None:
-    code, failed = failed_run(tc_home, tmp_path, make_config(train={"lr": 1e6, "epochs": 2}))
+    code, failed = failed_run(tc_home, tmp_path, make_config(
+        model={"name": "tc_test_plugins:deep_linear"}, train={"lr": 10.0, "epochs": 2}))
     assert code == 1 and failed["cause"].startswith("NonFiniteLossError: training loss is")
-    assert "lower train.lr (now 1000000.0)" in failed["hint"]
+    assert "lower train.lr (now 10.0)" in failed["hint"]
 
 
 def test_invalid_config_exits_2_before_importing_torch(tc_home: Path, tmp_path: Path) -> None:

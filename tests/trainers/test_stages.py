@@ -12,7 +12,7 @@ from torch.utils.data import DistributedSampler, TensorDataset
 from trainer_runs import ON_CPU, make_config, make_run
 
 from trainers import loop, models
-from trainers.guards import StrategyUnavailable
+from trainers.errors import StrategyUnavailable
 from trainers.protocol import EventWriter, read_all
 from trainers.signals import StopFlag
 from trainers.strategies import stages
@@ -148,7 +148,7 @@ def test_torchvision_families_train_in_two_stages(tmp_path: Path, name: str) -> 
 
 
 def test_a_plugin_that_does_not_chain_fails_with_a_hint_that_applies() -> None:
-    from trainers.guards import explain
+    from trainers.troubles.explain import explain
 
     with pytest.raises(StrategyUnavailable) as caught:
         stages.layers_of(torch.nn.Bilinear(2, 2, 2))

@@ -215,7 +215,7 @@ def test_at_run_start_a_batch_above_the_data_warns_and_cpu_devices_are_the_cores
     """What only the run can know: the training set's size (one warning with the batches per epoch), and
     the cores of the machine it trains on (a clear refusal, never a MemoryError)."""
     from trainers import setup
-    from trainers.guards import StrategyUnavailable
+    from trainers.errors import StrategyUnavailable
     from trainers.strategies import make_strategy
 
     config = protocol.validate({"train": {"batch_size": 4096}, "strategy": {"accelerator": "cpu"}})

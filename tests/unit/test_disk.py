@@ -6,9 +6,9 @@ import errno
 import json
 from pathlib import Path
 
-from trainers.guards import explain
 from trainers.protocol import EventWriter
 from trainers.troubles.disk import is_disk_full
+from trainers.troubles.explain import explain
 
 TORCH_ZIP = "[enforce fail at inline_container.cc:672] . unexpected pos 217280 vs 217168"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 from ..protocol import SCHEMA
 from .base import Config, EpochSampler, Strategy
 

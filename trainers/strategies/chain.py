@@ -16,7 +16,7 @@ from typing import Any
 import torch.fx as fx
 from torch import nn
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 
 
 class _Input:

@@ -23,7 +23,7 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import Sampler
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 from ..protocol import RunDir
 from ..signals import StopFlag
 from . import launcher

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 from ..protocol import Config
 
 CPU_AUTO = 2  # ddp workers / model_parallel stages for `devices = 'auto'` without a GPU

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import reaper
-from ..guards import TrainerError, explain, traceback_tail
+from ..errors import TrainerError
 from ..signals import StopFlag, install_stop_handlers
+from ..troubles.explain import explain, traceback_tail
 
 POLL_S = 0.1
 

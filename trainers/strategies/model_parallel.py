@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 from . import stages as staging
 from .base import Config, Strategy
 from .devices import resolve

@@ -13,7 +13,7 @@ import socket
 import sys
 from typing import Any
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 
 
 def free_port(addr: str) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 from .base import Config, Strategy
 
 

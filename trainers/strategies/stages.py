@@ -14,7 +14,7 @@ import itertools
 
 from torch import nn
 
-from ..guards import StrategyUnavailable
+from ..errors import StrategyUnavailable
 from .chain import chain_of
 
 

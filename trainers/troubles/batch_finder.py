@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import data, models
-from ..guards import TrainerError
+from ..errors import TrainerError
 from ..optim import Precision, make_optimizer
 from ..protocol import Config
 from ..strategies.devices import resolve as resolve_devices

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..guards import TrainerError
+from ..errors import TrainerError
 from ..protocol.events import DISK_FULL, DISK_FULL_HINT, free_bytes
 
 T = TypeVar("T")

@@ -9,7 +9,7 @@ from typing import Any
 import psutil
 import torch
 
-from ..guards import TrainerError
+from ..errors import TrainerError
 from .memory_cap import MB, vm_data
 
 CPU_MARKERS = ("can't allocate memory", "DefaultCPUAllocator", "CUDA out of memory", "out of memory")

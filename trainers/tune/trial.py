@@ -17,9 +17,9 @@ from typing import Any
 
 from ray import tune
 
-from ..guards import explain, traceback_tail
 from ..protocol import trial_stops_requested
 from ..protocol.tune_config import METRICS, trial_run_config
+from ..troubles.explain import explain, traceback_tail
 
 #: The metrics of each result that `trial` events carry (the driver adds best_val_acc).
 METRIC_KEYS = tuple(METRICS)
