@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from . import processes
+from trainers.protocol import processes
 
 NO_GPU = "no NVIDIA GPU found: showing host memory and each run's RSS"
 GIB = 1 << 30
@@ -91,21 +91,11 @@ class Sampler(Protocol):
 
 def families(leaders: Mapping[str, tuple[int | None, float | None]]) -> dict[str, set[int]]:
     """Each live run's pids: its launcher (pid and start time must match) and all its descendants."""
-    found = {rid: p for rid, (pid, started) in leaders.items() if (p := processes.find(pid, started))}
+    found = {rid: p.pid for rid, (pid, started) in leaders.items() if (p := processes.find(pid, started))}
     if not found:
         return {}
-    children: dict[int, list[int]] = {}
-    for proc in psutil.process_iter(["ppid"]):
-        children.setdefault(proc.info["ppid"] or 0, []).append(proc.pid)
-    result = {}
-    for run_id, proc in found.items():
-        pids, todo = {proc.pid}, [proc.pid]
-        while todo:
-            kids = children.get(todo.pop(), ())
-            todo += [k for k in kids if k not in pids]
-            pids.update(kids)
-        result[run_id] = pids
-    return result
+    pids = processes.trees(found.values())
+    return {run_id: pids[pid] for run_id, pid in found.items()}
 
 
 def host_snapshot(fams: Mapping[str, set[int]], note: str = NO_GPU) -> Devices:

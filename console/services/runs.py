@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers import protocol
-from trainers.protocol import Config, Event, RunDir
-
-from . import processes
+from trainers.protocol import Config, Event, RunDir, processes
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}

@@ -2,8 +2,9 @@
 
 from .config import SCHEMA, Config, ConfigError, apply_override, defaults, dumps, load, validate
 from .events import FINAL, STATUSES, Event, EventReader, EventWriter, make_event, read_all, tail
+from .processes import process_alive
 from .rundir import KINDS, RunDir, home, list_runs, new_run_id
-from .runstate import RunBusy, derive_status, last_final, process_alive, run_status
+from .runstate import RunBusy, derive_status, last_final, run_status
 from .trial_requests import request_trial_stop, trial_stops_requested
 
 __all__ = [

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-from .runstate import locked
 
 KINDS = ("train", "tune", "script")
 
@@ -103,3 +103,14 @@ def list_runs(root: Path) -> list[RunDir]:
     except OSError:
         return []
     return [RunDir(e.path) for e in entries if os.path.exists(os.path.join(e.path, "run.json"))]
+
+
+@contextlib.contextmanager
+def locked(path: os.PathLike[str] | str) -> Iterator[None]:
+    """Hold an exclusive `flock` on `path` (created if missing) for the duration of the block."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

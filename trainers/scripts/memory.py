@@ -7,6 +7,7 @@ from typing import Any
 
 import psutil
 
+from ..protocol import processes
 from ..protocol.shapes import DeviceMem, Mem
 
 
@@ -20,7 +21,7 @@ class TreeMemory:
 
     def __call__(self) -> Mem | None:
         """`{"devices": [{"device", "allocated", "reserved", "peak"}], "rss": bytes}`; None if gone."""
-        procs = _tree(self.pid)
+        procs = list(processes.tree(self.pid).values())
         if not procs:
             return None
         rss = 0
@@ -42,14 +43,6 @@ class TreeMemory:
                 found.append({"device": f"cuda:{index}", "allocated": used, "reserved": used,
                               "peak": self.peaks[index]})
         return found
-
-
-def _tree(pid: int) -> list[psutil.Process]:
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return []
 
 
 def _used_by(nvml: Any, index: int, pids: set[int]) -> int:

@@ -1,0 +1,177 @@
+"""Processes, the one place that knows them: identity, liveness, the tree under a process, its group, and
+killing them all. A pid is trusted only together with its start time, since pids get reused.
+
+Liveness reads `/proc` (stdlib, cheap enough for `ls` over hundreds of runs); the tree walk and the kill
+use psutil, imported when first needed so that importing the protocol stays light. Used by the run
+status (`runstate.py`), the console's stop and kill, the DDP launcher's reaper and the script runner.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psutil
+
+#: How far a recorded start time may differ from the kernel's reading and still be the same process
+#: (the kernel counts in clock ticks, 1/100 s; psutil and /proc agree within one).
+START_TIME_SLACK_S = 0.05
+
+
+def same_start(a: float, b: float) -> bool:
+    """True if two start times are the same process's, within `START_TIME_SLACK_S`."""
+    return abs(a - b) <= START_TIME_SLACK_S
+
+
+def process_alive(pid: int | None, started: float | None) -> bool:
+    """True if the process with this pid *and* this start time lives (a zombie counts as gone)."""
+    if not pid or started is None:
+        return False
+    stat = _proc_stat(int(pid))
+    if stat is None:
+        return find(int(pid), started) is not None
+    state, ticks = stat
+    if state in ("Z", "X"):
+        return False
+    return same_start(_boot_time() + ticks / os.sysconf("SC_CLK_TCK"), started)
+
+
+def start_time(pid: int) -> float | None:
+    """The process's start time (seconds since the epoch), or None if it does not exist."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, ValueError):
+        return None
+
+
+def find(pid: int | None, started: float | None) -> psutil.Process | None:
+    """The live process with this pid *and* start time; None if it is gone, a zombie, or a stranger."""
+    import psutil
+
+    if not pid or started is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        if not same_start(proc.create_time(), started):
+            return None
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc
+    except psutil.Error:
+        return None
+
+
+def tree(pid: int) -> dict[int, psutil.Process]:
+    """The process and all its descendants by pid; empty if it is gone."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return {p.pid: p for p in [root, *root.children(recursive=True)]}
+    except psutil.Error:
+        return {}
+
+
+def trees(roots: Iterable[int]) -> dict[int, set[int]]:
+    """Each root's pid with all its descendants' pids, from one pass over the process table (for many
+    roots, cheaper than a `tree` each)."""
+    import psutil
+
+    children: dict[int, list[int]] = {}
+    for proc in psutil.process_iter(["ppid"]):
+        children.setdefault(proc.info["ppid"] or 0, []).append(proc.pid)
+    found = {}
+    for root in roots:
+        pids, todo = {root}, [root]
+        while todo:
+            kids = children.get(todo.pop(), ())
+            todo += [k for k in kids if k not in pids]
+            pids.update(kids)
+        found[root] = pids
+    return found
+
+
+def group(pgid: int, since: float) -> list[psutil.Process]:
+    """The processes of group `pgid` started since `since`."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["create_time"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["create_time"] >= since - START_TIME_SLACK_S:
+                found.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    return found
+
+
+def family(leader: psutil.Process | None, pgid: int | None, since: float) -> list[psutil.Process]:
+    """The leader, all its descendants, and every process of its group started since `since` (the
+    leader's start); never the caller itself.
+
+    A group id stays taken while any member lives, so if the group leader's pid now belongs to a process
+    started at another time, the group is someone else's and is left alone.
+    """
+    procs = tree(leader.pid) if leader is not None else {}
+    if pgid:
+        leader_started = start_time(pgid)
+        if leader_started is None or same_start(leader_started, since):
+            procs.update((p.pid, p) for p in group(pgid, since))
+    procs.pop(os.getpid(), None)
+    return list(procs.values())
+
+
+def kill_all(procs: list[psutil.Process], timeout: float = 3.0) -> list[psutil.Process]:
+    """SIGKILL every process and wait until each is gone (a zombie counts as gone); return survivors."""
+    import psutil
+
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGKILL)
+        except psutil.Error:
+            pass
+    deadline = time.monotonic() + timeout
+    alive = procs
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if running(p)]
+        if alive:
+            time.sleep(0.02)
+    return alive
+
+
+def running(proc: psutil.Process) -> bool:
+    """True while the process exists and is not a zombie."""
+    import psutil
+
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _proc_stat(pid: int) -> tuple[str, int] | None:
+    # /proc/PID/stat: "pid (comm) state ... starttime(22nd field)"; comm may hold spaces and parens.
+    # None: no /proc here (macOS), ask psutil.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ("X", 0) if os.path.isdir("/proc/self") else None
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()
+    return fields[0], int(fields[19])
+
+
+_BOOT_TIME: list[float] = []
+
+
+def _boot_time() -> float:
+    if not _BOOT_TIME:
+        with open("/proc/stat") as f:
+            _BOOT_TIME.append(next(float(line.split()[1]) for line in f if line.startswith("btime")))
+    return _BOOT_TIME[0]
