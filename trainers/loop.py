@@ -50,7 +50,7 @@ def run(config: Config, run_dir: Any, events: Emitter, stop: Stop, resume: str |
     """Train as configured, through the strategy's launcher (one process, or one per device)."""
     config = batch_finder.resolve(config, resume)  # batch_size = "auto": measured once, for every rank
     strategy = make_strategy(config)
-    return strategy.launch(train, config, run_dir, events, stop, resume)
+    return strategy.launch(train, config, run_dir=run_dir, events=events, stop=stop, resume=resume)
 
 
 def train(strategy: Strategy, config: Config, run_dir: Any, events: Emitter, stop: Stop,

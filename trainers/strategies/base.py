@@ -24,10 +24,15 @@ import torch
 from torch import nn
 from torch.utils.data import Sampler
 
-from ..protocol import Config
+from ..protocol import Config, RunDir
 from ..protocol.shapes import Mem
 
 R = TypeVar("R")
+
+
+def given(kwargs: dict[str, Any], **named: Any) -> dict[str, Any]:
+    """`kwargs` with those of `named` that are not None."""
+    return {**kwargs, **{k: v for k, v in named.items() if v is not None}}
 
 
 class EpochSampler(Sampler[int]):
@@ -99,11 +104,17 @@ class Strategy:
         """Where the model's inputs go (model_parallel: the first stage's device)."""
         return self.device
 
-    def launch(self, fn: Callable[..., R], *args: Any) -> R:
-        """Run `fn(self, *args)` in every process of the run and return global rank 0's result."""
+    def launch(self, fn: Callable[..., R], *args: Any, run_dir: RunDir | None = None, stop: Any = None,
+               **kwargs: Any) -> R:
+        """Run `fn(self, *args, **kwargs)` in every process of the run and return global rank 0's result.
+
+        `run_dir` and `stop`, when given, reach `fn` as keywords of those names: `run_dir` is also where a
+        multi-process strategy keeps its ranks' reports, and a spawned process gets its own `stop` flag
+        (set by its SIGTERM handler, and set at once if this one already is).
+        """
         self.setup_environment()
         try:
-            return fn(self, *args)
+            return fn(self, *args, **given(kwargs, run_dir=run_dir, stop=stop))
         finally:
             self.teardown()
 

@@ -25,9 +25,8 @@ from torch.utils.data import Sampler
 
 from ..errors import StrategyUnavailable
 from ..protocol import RunDir
-from ..signals import StopFlag
 from . import launcher
-from .base import Config, Strategy
+from .base import Config, Strategy, given
 from .devices import resolve
 from .rank_sync import RankSync
 from .rendezvous import rank_envs
@@ -75,21 +74,21 @@ class DistributedDataParallel(Strategy):
     def devices(self) -> list[torch.device]:
         return list(self.local_devices)
 
-    def launch(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def launch(self, fn: Callable[..., Any], *args: Any, run_dir: RunDir | None = None, stop: Any = None,
+               **kwargs: Any) -> Any:
         """Spawn one rank per local device, watch them, and return local rank 0's result."""
-        run_dir = next((a for a in args if isinstance(a, RunDir)), None)
-        stop = next((a for a in args if isinstance(a, StopFlag)), StopFlag())  # the launcher's SIGTERM flag
         envs = rank_envs(self.config["strategy"], len(self.local_devices))
         with tempfile.TemporaryDirectory(prefix="trainconsole-ranks-") as scratch:
             reports = (run_dir.path if run_dir is not None else Path(scratch)) / "ranks"
-            return launcher.spawn_ranks(self, fn, args, envs, stop, reports)
+            call = launcher.Call(fn, args, given(kwargs, run_dir=run_dir), stop)
+            return launcher.spawn_ranks(self, call, envs, reports)
 
-    def run_rank(self, local_rank: int, fn: Callable[..., Any], args: tuple) -> Any:
+    def run_rank(self, local_rank: int, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
         """In a rank's process: bind to its device, join the group, train; failures propagate as-is."""
         self.local_rank = local_rank
         self.device = self.local_devices[local_rank]
         self.setup_environment()
-        result = fn(self, *args)
+        result = fn(self, *args, **kwargs)
         self.teardown()  # skipped on failure: the launcher kills this process instead
         return result
 

@@ -20,6 +20,7 @@ import signal
 import sys
 import time
 import traceback
+from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
@@ -41,12 +42,25 @@ class RankFailed(TrainerError):
         self.event_fields = {"cause": f"rank {rank}: {cause}", "hint": hint, "traceback": tail, "rank": rank}
 
 
-def spawn_ranks(strategy: Any, fn: Any, args: tuple, envs: list[dict[str, str]], stop: StopFlag,
-                report_dir: Path) -> Any:
-    """Run `strategy.run_rank(i, fn, args)` in one spawned process per `envs[i]`; local rank 0's result."""
+@dataclass
+class Call:
+    """What every rank runs: `fn(strategy, *args, **kwargs)`, with `stop=` its own flag if `stop` is given
+    (the launcher's flag, which a SIGTERM to the launcher sets and which it forwards to the ranks)."""
+
+    fn: Any
+    args: tuple
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    stop: StopFlag | None = None
+
+
+def spawn_ranks(strategy: Any, call: Call, envs: list[dict[str, str]], report_dir: Path) -> Any:
+    """Run `strategy.run_rank(i, ...)` on `call` in one spawned process per `envs[i]`; local rank 0's
+    result."""
     shutil.rmtree(report_dir, ignore_errors=True)
     report_dir.mkdir(parents=True)
-    payload = pickle.dumps((strategy, fn, args))  # unpickled (importing torch) after the handlers are set
+    stop = call.stop if call.stop is not None else StopFlag()
+    # unpickled (importing torch) after the rank's handlers are set; the flag itself stays here
+    payload = pickle.dumps((strategy, call.fn, call.args, call.kwargs, call.stop is not None, stop.is_set()))
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=worker_main, args=(i, env, payload, str(report_dir)), name=f"rank-{i}")
              for i, env in enumerate(envs)]
@@ -115,11 +129,12 @@ def worker_main(local_rank: int, env: dict[str, str], payload: bytes, report_dir
     (reports / f"{local_rank}.ready").touch()
     strategy = None
     try:
-        strategy, fn, args = pickle.loads(payload)
-        if any(isinstance(a, StopFlag) and a.is_set() for a in args):
+        strategy, fn, args, kwargs, wants_stop, stopped = pickle.loads(payload)
+        if wants_stop:
+            kwargs["stop"] = stop  # this process's own flag
+        if stopped:
             stop.set()
-        args = tuple(stop if isinstance(a, StopFlag) else a for a in args)  # this process's own flag
-        result = strategy.run_rank(local_rank, fn, args)
+        result = strategy.run_rank(local_rank, fn, args, kwargs)
         if local_rank == 0:
             write_atomic(reports / "0.result", pickle.dumps(result))
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the launcher
