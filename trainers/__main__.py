@@ -6,47 +6,27 @@ At the end run.json gets `ended_at` and `exit_code`; the status is derived (prot
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 import traceback
 from typing import Any
 
+from . import entry
+from .entry import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from .protocol import ConfigError, EventWriter, RunDir, load
 from .signals import StopFlag, install_stop_handlers
 from .troubles.explain import explain, traceback_tail
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 RESERVE_BYTES = 1 << 20
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The command line: a run directory and an optional --resume."""
-    parser = argparse.ArgumentParser(prog="python -m trainers", description="Run one training run.")
-    parser.add_argument("run_dir", help="the run directory (holds config.toml and run.json)")
-    parser.add_argument("--resume", action="store_true", help="continue from checkpoints/last.pt")
-    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the training described by RUN_DIR/config.toml and return the exit code."""
-    args = parse_args(argv)
     stop = StopFlag()
     install_stop_handlers(stop)  # before importing torch: a SIGTERM during start-up still stops cleanly
-    run = RunDir(args.run_dir)
-    if not run.path.is_dir():
-        print(f"python -m trainers: {run.path} is not a run directory", file=sys.stderr)
-        return EXIT_USAGE
-    # The ballast: a full disk still leaves room for the run to say so, and for its final event.
-    events = EventWriter(run.events, run.read_info().get("id") or run.id, reserve_bytes=RESERVE_BYTES)
-    _, code = train(run, events, stop, args.resume)
-    events.close()
-    try:
-        with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
-            run.update_info(ended_at=time.time(), exit_code=code)
-    except OSError as exc:  # a full disk: the final event says how it ended
-        print(f"cannot record ended_at in run.json: {exc}", file=sys.stderr)
-    return code
+    return entry.main(argv, "python -m trainers", "Run one training run.",
+                      "continue from checkpoints/last.pt",
+                      lambda run, events, resume: train(run, events, stop, resume)[1],
+                      reserve_bytes=RESERVE_BYTES)
 
 
 def train(run: RunDir, events: EventWriter, stop: StopFlag, resume: bool) -> tuple[str, int]:

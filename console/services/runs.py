@@ -22,15 +22,18 @@ from trainers.protocol import Config, Event, RunDir, processes
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}
 
-#: The module that runs each kind of run: `python -m MODULE RUN_DIR [--resume]`.
-ENTRY = {"train": "trainers", "tune": "trainers.tune"}
+#: What each kind of run executes, "{run_dir}" being its directory (`--resume` is appended to resume).
+COMMANDS = {kind: [sys.executable, "-m", module, "{run_dir}"] for kind, module in
+            (("train", "trainers"), ("tune", "trainers.tune"), ("script", "trainers.scripts"))}
+#: A queued run's first command: the waiter, which becomes the kind's command once devices have room.
+QUEUE_WAITER = [sys.executable, "-m", "trainers.queue", "{run_dir}", "--"]
 
 
 def launch(config: Config, name: str = "", kind: str = "train", root: Path | None = None,
            argv: list[str] | None = None, queued: bool = False) -> RunDir:
     """Create a run directory for a validated config and start its process detached.
 
-    `argv` replaces the default `python -m ENTRY[kind] RUN_DIR`; a "{run_dir}" in it becomes the run's path.
+    `argv` replaces the default `COMMANDS[kind]`; a "{run_dir}" in it becomes the run's path.
     `queued`: the process is a queue waiter; the run is `queued` until its first `started` event.
     """
     root = root or protocol.home()
@@ -65,11 +68,8 @@ def resume(run: RunDir) -> RunDir:
 
 
 def _command(run: RunDir, info: dict[str, Any], resume: bool) -> list[str]:
-    argv = info.get("argv")
-    if argv:
-        return [str(a).replace("{run_dir}", str(run.path)) for a in argv] + (["--resume"] if resume else [])
-    module = ENTRY.get(info.get("kind", "train"), "trainers")
-    return [sys.executable, "-m", module, str(run.path), *(["--resume"] if resume else [])]
+    argv = info.get("argv") or COMMANDS.get(info.get("kind", "train"), COMMANDS["train"])
+    return [str(a).replace("{run_dir}", str(run.path)) for a in argv] + (["--resume"] if resume else [])
 
 
 def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:

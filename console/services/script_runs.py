@@ -9,7 +9,6 @@ lock, pid + start-time record, stop and kill as any run.
 from __future__ import annotations
 
 import os
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,14 +18,6 @@ from trainers.protocol import Config, ConfigError, RunDir
 from trainers.protocol.config import read
 
 from . import runs
-
-#: What each kind of run executes, "{run_dir}" being its directory.
-COMMANDS = {
-    "train": [sys.executable, "-m", "trainers", "{run_dir}"],
-    "tune": [sys.executable, "-m", "trainers.tune", "{run_dir}"],
-    "script": [sys.executable, "-m", "trainers.scripts", "{run_dir}"],
-}
-QUEUE_WAITER = [sys.executable, "-m", "trainers.queue", "{run_dir}", "--"]
 
 
 def script_config(config_path: str | None, sets: list[str], script: dict[str, Any],
@@ -65,7 +56,7 @@ def start(config: Config, name: str = "", kind: str = "train", root: Path | None
     queued = bool(config["strategy"]["queue"])
     argv = None  # the built-in kinds' default command (resume knows it)
     if queued:
-        argv = [*QUEUE_WAITER, *COMMANDS[kind]]
+        argv = [*runs.QUEUE_WAITER, *runs.COMMANDS[kind]]
     elif kind == "script":
-        argv = list(COMMANDS[kind])
+        argv = list(runs.COMMANDS[kind])
     return runs.launch(config, name=name, kind=kind, root=root, argv=argv, queued=queued)

@@ -6,38 +6,28 @@ Exit codes: 0 finished or stopped, 1 failed, 2 bad invocation or invalid config.
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
-import time
 
+from trainers import entry
+from trainers.entry import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from trainers.protocol import ConfigError, EventWriter, RunDir, load
 
 from .runner import ScriptRun
 from .tracebacks import hint
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """A run directory, and --resume (a script starts again from its beginning)."""
-    parser = argparse.ArgumentParser(prog="python -m trainers.scripts", description="Run a script as a run.")
-    parser.add_argument("run_dir", help="the run directory (holds config.toml with a [script] table)")
-    parser.add_argument("--resume", action="store_true", help="start the script again")
-    return parser.parse_args(argv)
-
 
 def main(argv: list[str] | None = None) -> int:
     """Run the script described by RUN_DIR/config.toml and return the exit code."""
-    args = parse_args(argv)
-    run = RunDir(args.run_dir)
-    if not run.path.is_dir():
-        print(f"python -m trainers.scripts: {run.path} is not a run directory", file=sys.stderr)
-        return EXIT_USAGE
-    writer = EventWriter(run.events, run.read_info().get("id") or run.id)
     early: list[int] = []  # a stop that comes before the script starts
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: early.append(signum))
+    return entry.main(argv, "python -m trainers.scripts", "Run a script as a run.", "start the script again",
+                      lambda run, writer, resume: execute(run, writer, resume, early))
+
+
+def execute(run: RunDir, writer: EventWriter, resumed: bool, early: list[int]) -> int:
+    """Check the config, start the script (under torchrun with --nproc) and wait for it."""
     try:
         config = load(run.config)
     except ConfigError as e:
@@ -50,10 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     script.stop_asked = bool(early)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, script.ask_stop)
-    code = script.execute(resumed=args.resume)
-    with run.lock():
-        run.update_info(ended_at=time.time(), exit_code=code)
-    writer.close()
+    code = script.execute(resumed=resumed)
     return EXIT_OK if code == 0 or script.stop_asked else EXIT_FAILED
 
 
