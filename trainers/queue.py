@@ -3,7 +3,7 @@
 The waiter is the run's leader while it waits (so `ls` says `queued`, `kill` removes it and a console or
 SSH link may come and go: no daemon). It starts the run, by exec'ing COMMAND in its own process (same
 pid and start time, so run.json stays true), once (1) every run queued before it has started or ended,
-(2) the newest of those started SETTLE_S ago or more (its memory shows by then), and (3) each of its
+(2) the newest of those left the queue SETTLE_S ago or more (its memory shows by then), and (3) each of its
 devices has `[strategy] min_free_mb` free: NVML's free memory on GPUs, available host memory on CPU.
 """
 
@@ -15,9 +15,8 @@ import signal
 import sys
 import time
 from types import FrameType
-from typing import Any
 
-from trainers.protocol import ConfigError, EventWriter, RunDir, list_runs, load, run_status, tail
+from trainers.protocol import ConfigError, EventWriter, RunDir, list_runs, load, run_status
 
 from . import free_memory
 
@@ -54,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     writer.emit("queued", min_free_mb=need, devices=devices)
     while not (my_turn(run) and free_memory.enough(devices, need)):
         time.sleep(POLL_S)
+    with run.lock():  # from here the run is no longer queued, and the next waiter counts its settling time
+        run.update_info(dequeued_at=time.time())
     writer.close()
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -74,15 +75,10 @@ def my_turn(run: RunDir) -> bool:
         info = other.read_info()
         if other.id == run.id or not info.get("queued") or (info.get("started_at") or 0.0) >= mine:
             continue
-        events = tail(other.events)
-        if run_status(other, events, info) == "queued":
+        if run_status(other, info=info) == "queued":
             return False
-        newest_start = max(newest_start, _started_at(events))
+        newest_start = max(newest_start, info.get("dequeued_at") or 0.0)
     return time.time() - newest_start >= SETTLE_S
-
-
-def _started_at(events: list[dict[str, Any]]) -> float:
-    return max((float(e.get("t", 0.0)) for e in events if e.get("type") == "started"), default=0.0)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Any
 from console.core.history import Series
 from console.core.leaderboard import Search
 from console.core.weights import Weights
-from trainers.protocol import FINAL, Event, derive_status
+from trainers.protocol import FINAL, Event, derive_status, in_queue
 from trainers.protocol.shapes import Mem
 
 
@@ -86,7 +86,7 @@ class RunState:
         self.pid_started = info.get("pid_started", self.pid_started)
         self.started_at = info.get("started_at", self.started_at)
         self.ended_at = info.get("ended_at", self.ended_at)
-        self.queued = bool(info.get("queued")) and self.final is None and self.world_size is None
+        self.queued = in_queue(info) and self.world_size is None  # world_size: it has said `started`
         self.epochs = epochs if epochs is not None else self.epochs
 
     def apply(self, event: Event) -> None:

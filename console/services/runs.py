@@ -87,7 +87,7 @@ def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:
     started = processes.start_time(proc.pid) or time.time()
     info = {k: v for k, v in info.items() if k != "status"}  # the status is derived, never stored
     run.write_info({**info, "pid": proc.pid, "pgid": proc.pid, "pid_started": started,
-                    "started_at": time.time(), "ended_at": None})
+                    "started_at": time.time(), "ended_at": None, "dequeued_at": None})
 
 
 def leader(run: RunDir, info: dict[str, Any] | None = None) -> Any:

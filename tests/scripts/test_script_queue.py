@@ -6,6 +6,7 @@ while it runs (writes 0) and gives it back as it ends, as a real training proces
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,31 @@ def test_stopping_a_queued_run_ends_it_stopped_unstarted(home: Path, tmp_path: P
     assert out.returncode == 0, out.stderr
     assert status(run_id) == "stopped" and alive(waiter) == []
     assert not of_type(home, run_id, "started")
+
+
+LONG_LOG = """
+import sys, time
+for i in range(3000):  # well over the 64 KiB of log that a status read once looked at
+    print(f"step {i} loss: {1 / (i + 1):.6f}", flush=True)
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_a_queued_run_with_a_long_log_is_running_and_the_next_starts_beside_it(
+        home: Path, tmp_path: Path, device: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINCONSOLE_QUEUE_SETTLE_S", "1")
+    device.write_text("10000")  # room for both
+    (tmp_path / "long.py").write_text(LONG_LOG)
+    first = start("--script", "long.py", "--queue", "--min-free-mb", "1000", "--name", "long", "--", "30",
+                  cwd=tmp_path)
+    log = home / "runs" / first / "events.jsonl"
+    wait_for(lambda: len(of_type(home, first, "step")) >= 2500, timeout=120, what="the long log")
+    assert log.stat().st_size > 2 * 65536 and status(first) == "running"
+    (tmp_path / "short.py").write_text(LONG_LOG.replace("range(3000)", "range(3)"))
+    second = start("--script", "short.py", "--queue", "--min-free-mb", "1000", "--name", "next", "--", "0",
+                   cwd=tmp_path)
+    wait_for(lambda: status(second) == "finished", timeout=120, what="the second run beside the first")
+    assert status(first) == "running"
+    dequeued = json.loads((home / "runs" / first / "run.json").read_text())["dequeued_at"]
+    assert of_type(home, second, "started")[0]["t"] >= dequeued + 1  # it let the first one settle
+    assert cli("kill", first).returncode == 0

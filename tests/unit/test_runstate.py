@@ -110,3 +110,22 @@ def test_a_trial_stop_request_is_a_file_the_driver_can_list(tmp_path: Path) -> N
     assert protocol.trial_stops_requested(run.path) == {"abc_00003"}
     with pytest.raises(ValueError, match="trial_id"):
         protocol.request_trial_stop(run, "../escape")
+
+
+def test_a_dequeued_run_is_running_however_long_its_log(tmp_path: Path) -> None:
+    (tmp_path / "runs").mkdir()
+    run = RunDir.create(tmp_path, "r1")
+    me = psutil.Process(os.getpid())
+    info = {"id": "r1", "pid": me.pid, "pid_started": me.create_time(), "started_at": time.time() - 60,
+            "queued": True}
+    run.write_info(info)
+    writer = EventWriter(run.events, run.id)
+    writer.emit("queued", min_free_mb=100)
+    assert run_status(run) == "queued" and protocol.in_queue(info)
+    run.write_info({**info, "dequeued_at": time.time()})
+    writer.emit("started")
+    for step in range(2000):  # the `started` event falls out of any tail window
+        writer.emit("step", step=step, loss=0.5, samples_per_s=1000.0)
+    writer.close()
+    assert run.events.stat().st_size > 2 * 65536
+    assert run_status(run) == "running" and not protocol.in_queue(run.read_info())
