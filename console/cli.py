@@ -88,6 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted; runs keep going in the background", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `logs ID | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 0
 
 
 def _import_commands() -> None:

@@ -151,6 +151,12 @@ def test_logs_json_is_the_event_log_verbatim(home: Path) -> None:
     assert "finished" in text and "eval" in text
     followed = cli("logs", run_id, "--follow", "--json", timeout=10)
     assert followed.stdout == out.stdout
+    for args in (["logs", run_id], ["logs", run_id, "--json"], ["ls", "--json"], ["ls"]):
+        # `trainconsole logs ID | head`: a reader that stops reading ends the command quietly
+        proc = subprocess.Popen([EXE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdout.close()  # before the command writes its first byte
+        assert proc.wait(timeout=60) == 0 and proc.stderr.read() == b"", args
+        proc.stderr.close()
 
 
 def test_vanished_process_is_lost_and_stale_pid_is_never_signalled(home: Path) -> None:
