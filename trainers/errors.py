@@ -26,3 +26,11 @@ class DataFilesMissing(TrainerError, FileNotFoundError):
 
 class StrategyUnavailable(TrainerError):
     """The configured strategy or accelerator cannot run here."""
+
+
+class ShapeError(TrainerError):
+    """The data's samples do not have the shape the model takes; `hint` names both."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from . import checkpoint
-from .errors import CheckpointError
+from .errors import CheckpointError, ShapeError
 from .protocol import Config
 
 AUX_HEAD_MODELS = ("googlenet", "inception_v3")  # their auxiliary heads would change the output type
@@ -46,6 +46,12 @@ def _plugin(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> n
 
 def small_cnn(input_shape: tuple[int, ...], num_classes: int) -> nn.Sequential:
     """2 conv + 2 fc layers, sized for any C×H×W input; a flat Sequential so it splits into stages."""
+    if len(input_shape) != 3:
+        raise ShapeError(f"small_cnn takes images of shape [C, H, W]; the data's samples have shape "
+                         f"{list(input_shape)}", f"the data's samples have shape {list(input_shape)}, "
+                         "small_cnn wants images [C, H, W]: for flat features use a plug-in model "
+                         "(model.name = 'package.module:factory', e.g. an nn.Sequential of nn.Linear "
+                         "layers), or pick data of images")
     channels = input_shape[0]
     features = nn.Sequential(
         nn.Conv2d(channels, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2, ceil_mode=True),

@@ -33,6 +33,20 @@ FAULTS = textwrap.dedent('''
     def fixed_size(config, num_classes, input_shape):
         return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.Flatten(), nn.Linear(4 * 8 * 8, num_classes))
 
+    def tabular(config):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(96, 2, generator=g)
+        return TensorDataset(x, (x[:, 0] > 0).long())
+
+    def channels_last(config):
+        g = torch.Generator().manual_seed(0)
+        x = torch.rand(96, 8, 8, 1, generator=g)  # H, W, C: as PIL / numpy images come
+        return TensorDataset(x, torch.arange(96) % 10)
+
+    def one_channel_cnn(config, num_classes, input_shape):
+        return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                             nn.Linear(4, num_classes))
+
     def thirteen_labels(config):
         g = torch.Generator().manual_seed(0)
         x = torch.randn(64, 1, 8, 8, generator=g)
@@ -117,6 +131,27 @@ def test_shape_mismatch_names_the_layer_and_shapes(tc_home: Path, tmp_path: Path
     assert "input [1, 1024]" in failed["cause"]
     assert "0 [1, 1, 16, 16] -> [1, 4, 16, 16]; 1 [1, 4, 16, 16] -> [1, 1024]" in failed["hint"]
     assert "data.image_size (now 16)" in failed["hint"]
+
+
+def test_samples_of_the_wrong_shape_name_the_sample_shape_and_what_the_model_takes(
+        tc_home: Path, tmp_path: Path) -> None:
+    # 2-feature tabular data into the demo's CNN: refused while the model is built
+    failed = failed_of(fault_run(tc_home, tmp_path, data={"name": "tc_faults:tabular"}))
+    assert failed["cause"] == ("ShapeError: small_cnn takes images of shape [C, H, W]; the data's samples "
+                               "have shape [2]")
+    assert "the data's samples have shape [2]" in failed["hint"] and "plug-in model" in failed["hint"]
+    # the same data into a plug-in CNN: fails in its first forward, explained from the replay
+    failed = failed_of(fault_run(tc_home, tmp_path, data={"name": "tc_faults:tabular"},
+                                 model={"name": "tc_faults:one_channel_cnn"}))
+    assert failed["cause"].startswith("Pointed: shape mismatch in layer 0 (Conv2d(1, 4")
+    assert "Expected 3D (unbatched) or 4D (batched) input to conv2d" in failed["cause"]
+    assert failed["hint"].startswith("the data's samples have shape [2], the model's first layer (Conv2d(1, "
+                                     "4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))) takes [1, H, W]")
+    # channels-last images: named as such, with the permute that fixes them
+    failed = failed_of(fault_run(tc_home, tmp_path, data={"name": "tc_faults:channels_last"},
+                                 model={"name": "tc_faults:one_channel_cnn"}))
+    assert "the data's samples have shape [8, 8, 1]" in failed["hint"]
+    assert "channels-last" in failed["hint"] and "x.permute(2, 0, 1): [1, 8, 8]" in failed["hint"]
 
 
 def test_label_outside_num_classes_names_the_label(tc_home: Path, tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ SHAPE_MARKERS = (
     "mat1 and mat2 shapes cannot be multiplied", "size mismatch", "Expected input batch_size",
     "to have 3 channels", "to have 1 channels", "channels, but got", "Calculated padded input size",
     "Output size is too small", "Kernel size can't be greater", "shape mismatch",
+    "(unbatched) or", "D input (got",  # a sample of the wrong rank: conv, pooling, BatchNorm
 )
 OOM_MARKERS = ("out of memory", "can't allocate memory", "DefaultCPUAllocator")
 LABEL_MARKERS = ("device-side assert", "out of bounds", "Target -1", "index out of range in self")

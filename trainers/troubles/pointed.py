@@ -63,7 +63,38 @@ def _shapes(exc: BaseException, model: nn.Module, x: torch.Tensor, advice: str) 
     before = "; ".join(f"{t['name']} {t['in']} -> {t['out']}" for t in trace[-1 - SHOWN_LAYERS:-1])
     cause = (f"shape mismatch in layer {failing['name']} ({failing['module']}): input {failing['in']}: "
              f"{one_line(exc, 160)}")
-    return Pointed(cause, f"layers before it (one sample): {before or 'none'}; {advice}")
+    return Pointed(cause, f"{sample_words(list(x.shape[1:]), trace[0])}; layers before it (one sample): "
+                          f"{before or 'none'}; {advice}")
+
+
+def sample_words(sample: list[int], first: dict[str, Any]) -> str:
+    """The data's sample shape, what the model's first layer takes, and a channels-last guess."""
+    words = f"the data's samples have shape {sample}"
+    takes = first.get("takes")
+    if not takes:
+        return words
+    words += f", the model's first layer ({first['module']}) takes {takes[0]}"
+    channels = takes[1]
+    if channels and len(sample) == 3 and sample[-1] == channels and sample[0] != channels:
+        words += (f": these look channels-last, make the dataset return [C, H, W] "
+                  f"(x.permute(2, 0, 1): {[sample[2], sample[0], sample[1]]})")
+    return words
+
+
+def takes(module: nn.Module) -> tuple[str, int | None] | None:
+    """What one sample must look like for this layer, in words, and the channel count it wants."""
+    if isinstance(module, nn.Conv1d | nn.Conv2d | nn.Conv3d):
+        dims = {nn.Conv1d: "L", nn.Conv2d: "H, W", nn.Conv3d: "D, H, W"}[type(module)]
+        return f"[{module.in_channels}, {dims}] (channels first)", module.in_channels
+    if isinstance(module, nn.Linear):
+        return f"[..., {module.in_features}] ({module.in_features} features last)", None
+    if isinstance(module, nn.BatchNorm2d):
+        return f"[{module.num_features}, H, W]", module.num_features
+    if isinstance(module, nn.BatchNorm1d):
+        return f"[{module.num_features}] or [{module.num_features}, L]", None
+    if isinstance(module, nn.Embedding):
+        return f"integer indices below {module.num_embeddings}", None
+    return None
 
 
 def layer_trace(model: nn.Module, sample: torch.Tensor) -> list[dict[str, Any]]:
@@ -89,7 +120,8 @@ def layer_trace(model: nn.Module, sample: torch.Tensor) -> list[dict[str, Any]]:
 def _enter(trace: list[dict[str, Any]], name: str) -> Any:
     def hook(module: nn.Module, args: tuple) -> None:
         shape = list(args[0].shape) if args and isinstance(args[0], torch.Tensor) else None
-        trace.append({"name": name, "module": _short(module), "in": shape, "out": None})
+        trace.append({"name": name, "module": _short(module), "in": shape, "out": None,
+                      "takes": takes(module)})
     return hook
 
 
