@@ -23,7 +23,8 @@ class Note:
     t: float
     level: str  # "info", "warning", "error"
     text: str
-    hint: str = ""
+    hint: str = ""  # what to do about it
+    detail: str = ""  # what the run said about it (an allocator's message): shown dim, as "cause:"
 
 
 @dataclass
@@ -180,7 +181,7 @@ def _oom(run: RunState, e: Event, t: float) -> None:
     where = f"{e.get('phase', '?')} on {e.get('device', '?')}{ranks}"
     text = (f"out of memory at step {e.get('step')} ({where}): micro-batch {e['micro_batch']} "
             f"x {e.get('accumulate', '?')} keeps batch {e.get('batch_size', '?')}")
-    run.notes.append(Note(t, "warning", text, str(e.get("cause") or "")))
+    run.notes.append(Note(t, "warning", text, detail=str(e.get("cause") or "")))
 
 
 def _final(run: RunState, e: Event, t: float) -> None:

@@ -49,6 +49,8 @@ class RunLog(Vertical):
             stamp = "" if t0 is None else "+" + duration(max(0.0, note.t - t0))
             body.add_row(Text(stamp, style=style), Text(mark, style=style),
                          Text(note.text, style=style if note.level == "error" else ""))
+            if note.detail:
+                body.add_row("", "", Text(f"cause: {note.detail}", style="dim"))
             if note.hint:
                 body.add_row("", "", Text(f"hint: {note.hint}", style="italic"))
         if not notes:
