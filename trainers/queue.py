@@ -19,6 +19,7 @@ from types import FrameType
 from trainers.protocol import ConfigError, EventWriter, RunDir, list_runs, load, run_status
 
 from . import free_memory
+from .signals import hold_stops, release_stops
 
 POLL_S = float(os.environ.get("TRAINCONSOLE_QUEUE_POLL_S", "0.5"))
 #: After a queued run starts, the next one waits this long before trusting the free memory it sees.
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     writer = EventWriter(run.events, run.id)
     signal.signal(signal.SIGTERM, lambda signum, frame: _stopped(writer, signum, frame))
     signal.signal(signal.SIGINT, lambda signum, frame: _stopped(writer, signum, frame))
+    release_stops()
     try:
         strategy = load(run.config)["strategy"]
     except ConfigError as e:
@@ -56,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     with run.lock():  # from here the run is no longer queued, and the next waiter counts its settling time
         run.update_info(dequeued_at=time.time())
     writer.close()
+    hold_stops()  # a stop from here on waits for the run's own handler (the mask survives exec)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     os.execvp(args.command[0], args.command)

@@ -6,6 +6,7 @@ the console exiting nor an SSH hang-up reaches them. Their only channel back is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ from typing import Any
 
 from trainers import protocol
 from trainers.protocol import Config, Event, RunDir, processes
+from trainers.signals import held_stops
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}
@@ -27,6 +29,8 @@ COMMANDS = {kind: [sys.executable, "-m", module, "{run_dir}"] for kind, module i
             (("train", "trainers"), ("tune", "trainers.tune"), ("script", "trainers.scripts"))}
 #: A queued run's first command: the waiter, which becomes the kind's command once devices have room.
 QUEUE_WAITER = [sys.executable, "-m", "trainers.queue", "{run_dir}", "--"]
+#: Our entry points: each installs its stop handler, then takes the stops held back while it started.
+OUR_MODULES = frozenset(command[2] for command in [*COMMANDS.values(), QUEUE_WAITER])
 
 
 def launch(config: Config, name: str = "", kind: str = "train", root: Path | None = None,
@@ -78,7 +82,10 @@ def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:
     cwd = info.get("cwd") or os.getcwd()
     # Plug-ins ("package.module:factory") resolve against the directory the run was launched from.
     env["PYTHONPATH"] = os.pathsep.join(p for p in (cwd, env.get("PYTHONPATH", "")) if p)
-    with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err:
+    # our entry points start with the stop signals blocked and release them once they can take a stop
+    ours = command[1:2] == ["-m"] and command[2] in OUR_MODULES
+    with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err, \
+            held_stops() if ours else contextlib.nullcontext():
         proc = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env,
             start_new_session=True, close_fds=True,

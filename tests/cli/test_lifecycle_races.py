@@ -119,3 +119,21 @@ def test_stop_racing_a_launch_leaves_nothing_running(home: Path) -> None:
     stopper.join(30)
     assert found == [run.id]
     assert sleepers(marker) == [] and protocol.run_status(run) in ("lost", "killed")
+
+
+@pytest.mark.slow
+def test_a_stop_at_any_moment_of_a_resume_ends_stopped(home: Path) -> None:
+    """A stop that lands while the resumed trainer is still starting (before Python has run a line of
+    ours, while it imports torch, while it restores) ends the run `stopped`, never `lost`."""
+    config = protocol.defaults()
+    config["data"]["name"], config["train"]["epochs"] = "digits", 500
+    run = runs.launch(config, name="race", root=protocol.home())
+    deadline = time.monotonic() + 120
+    while not run.last_ckpt.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert runs.stop(run) == "stopped"
+    for delay in (0.0, 0.0, 0.005, 0.02, 0.05, 0.2, 0.5, 1.0):
+        runs.resume(run)
+        time.sleep(delay)
+        assert runs.stop(run, grace=60) == "stopped", (delay, run.stderr.read_text()[-2000:])
+        assert protocol.tail(run.events)[-1]["type"] == "stopped"

@@ -12,6 +12,7 @@ import sys
 from trainers import entry
 from trainers.entry import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from trainers.protocol import ConfigError, EventWriter, RunDir, load
+from trainers.signals import release_stops
 
 from .runner import ScriptRun
 from .tracebacks import hint
@@ -22,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     early: list[int] = []  # a stop that comes before the script starts
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: early.append(signum))
+    release_stops()
     return entry.main(argv, "python -m trainers.scripts", "Run a script as a run.", "start the script again",
                       lambda run, writer, resume: execute(run, writer, resume, early))
 

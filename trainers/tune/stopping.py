@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
-from ..signals import StopFlag
+from ..signals import StopFlag, release_stops
 
 FLAG = StopFlag()
 
@@ -20,6 +20,7 @@ def install() -> None:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    release_stops()
 
 
 def requested() -> bool:
