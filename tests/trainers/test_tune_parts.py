@@ -87,3 +87,52 @@ def test_a_trial_sees_its_stop_request_within_a_second_and_no_other_trials(tmp_p
     assert not mine.is_set()  # looked less than a second ago: the hot loop does not touch the disk
     mine.next_look = other.next_look = 0.0  # a second later
     assert mine.is_set() and not other.is_set()
+
+
+def test_an_epoch_that_ends_while_a_stop_is_asked_is_still_a_result(tmp_path: Path) -> None:
+    from trainers.tune.trial import TrialFiles, TrialReport
+
+    files = TrialFiles(tmp_path)
+    files.last_ckpt.parent.mkdir(parents=True)
+    files.last_ckpt.write_bytes(b"ckpt")
+    results: list[dict[str, Any]] = []
+    report = TrialReport(files, report=lambda metrics, checkpoint: results.append(metrics))
+    for epoch in (1, 2):  # as the loop writes an epoch's end; in epoch 2 a stop was asked meanwhile
+        report.emit("step", step=10 * epoch, loss=1.0 / epoch)
+        report.emit("eval", epoch=epoch, step=10 * epoch, val_loss=0.5 / epoch, val_acc=0.4 * epoch)
+        report.emit("checkpoint", path=str(tmp_path / "best.pt"), epoch=epoch, is_best=True)
+        report.emit("checkpoint", path=str(files.last_ckpt), epoch=epoch, is_best=False)
+    report.emit("step", step=25, loss=0.3)  # a stop in the middle of epoch 3: its last.pt is no result
+    report.emit("checkpoint", path=str(files.last_ckpt), epoch=3, is_best=False)
+    assert [(r["epoch"], r["val_acc"], r["train_loss"]) for r in results] == [(1, 0.4, 1.0), (2, 0.8, 0.5)]
+
+
+def test_a_reused_worker_starts_the_next_trial_without_the_last_ones_cap_nor_a_gpu_it_did_not_reserve(
+        ) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    from trainers.protocol import defaults
+    from trainers.tune.trial import trial_settings
+
+    child = textwrap.dedent("""
+        import resource, torch
+        from trainers.troubles import memory_cap
+        before = resource.getrlimit(resource.RLIMIT_DATA)
+        memory_cap.apply(300, torch.device("cpu"))
+        capped = resource.getrlimit(resource.RLIMIT_DATA)
+        memory_cap.lift()
+        assert capped != before and resource.getrlimit(resource.RLIMIT_DATA) == before, (before, capped)
+        big = torch.ones(600 << 18)  # 600 MB: more than the cap allowed
+        print("ok", big.numel())
+    """)
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("ok"), out.stderr
+    config = defaults()
+    search = {"tune": {"cpus_per_trial": 2, "gpus_per_trial": 0}}
+    settled = trial_settings(config, search)
+    assert settled["strategy"]["accelerator"] == "cpu" and settled["train"]["threads"] == 2
+    assert config["strategy"]["accelerator"] == "auto"  # the search's own config is left as it was
+    gpu = trial_settings(config, {"tune": {"cpus_per_trial": 1, "gpus_per_trial": 0.5}})
+    assert gpu["strategy"]["accelerator"] == "auto"

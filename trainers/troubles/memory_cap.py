@@ -24,6 +24,7 @@ import torch
 
 MB = 1 << 20
 M_MMAP_THRESHOLD = -3  # mallopt parameter number (glibc malloc.h)
+_DATA_LIMIT: list[tuple[int, int]] = []  # RLIMIT_DATA before the first cap
 
 
 def vm_data() -> int:
@@ -50,11 +51,24 @@ def apply(cap_mb: int, device: torch.device) -> dict[str, Any] | None:
     pin_mmap_threshold(256 << 10)
     base = vm_data()
     soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    _DATA_LIMIT[:] = _DATA_LIMIT or [(soft, hard)]  # what `lift` restores
     limit = base + cap_mb * MB
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
     return {"device": "cpu", "limit_mb": cap_mb, "baseline_mb": base // MB, "rlimit_data_mb": limit // MB}
+
+
+def lift() -> None:
+    """Take off any cap this process set, and give back the CUDA cache: a reused worker (a Ray actor
+    running the next trial) starts from a clean slate."""
+    if _DATA_LIMIT:
+        resource.setrlimit(resource.RLIMIT_DATA, _DATA_LIMIT.pop())
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        for index in range(torch.cuda.device_count()):
+            torch.cuda.set_per_process_memory_fraction(1.0, index)
+            torch.cuda.reset_peak_memory_stats(index)
+        torch.cuda.empty_cache()
 
 
 def apply_devices(cap_mb: int, devices: list[torch.device]) -> dict[str, Any] | None:

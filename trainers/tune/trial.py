@@ -11,6 +11,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,26 +66,33 @@ class StopRequest:
 
 
 class TrialReport:
-    """The loop's event sink in a trial: keeps the epoch's metrics and reports them with last.pt."""
+    """The loop's event sink in a trial: keeps the epoch's metrics and reports them with last.pt.
 
-    def __init__(self, files: TrialFiles, stop: StopRequest) -> None:
-        self.files, self.stop, self.began = files, stop, time.monotonic()
+    An epoch's result is its `eval` and the last.pt saved after it, reported even when a stop came
+    during that epoch's end; a stop's mid-epoch last.pt follows no `eval` and is no result.
+    """
+
+    def __init__(self, files: TrialFiles, report: Callable[..., None] | None = None) -> None:
+        self.files, self.began = files, time.monotonic()
+        self.report = report or tune.report
         self.metrics: dict[str, Any] = {}
         self.mem: dict[str, Any] = {}
+        self.evaluated = False  # an `eval` not yet reported
 
     def emit(self, kind: str, **fields: Any) -> None:
-        """Take one loop event; a `checkpoint` of last.pt ends the epoch and reports it."""
+        """Take one loop event; a `checkpoint` of last.pt after an `eval` ends the epoch and reports it."""
         if kind == "step":
             self.metrics["train_loss"] = fields.get("loss")
             self.mem = fields.get("mem") or self.mem
         elif kind == "eval":
             self.metrics.update(epoch=fields.get("epoch"), val_loss=fields.get("val_loss"),
                                 val_acc=fields.get("val_acc"))
-        elif kind == "checkpoint" and not fields.get("is_best") and not self.stop.requested:
-            # (a stopped trial's last checkpoint is mid-epoch, with the last epoch's metrics: no result)
+            self.evaluated = True
+        elif kind == "checkpoint" and not fields.get("is_best") and self.evaluated:
+            self.evaluated = False
             checkpoint = tune.Checkpoint.from_directory(str(self.files.last_ckpt.parent))
             own = {"mem": self.mem, "pid": os.getpid(), "train_s": time.monotonic() - self.began}
-            tune.report({**self.metrics, **own}, checkpoint=checkpoint)
+            self.report({**self.metrics, **own}, checkpoint=checkpoint)
 
 
 def train_trial(sampled: dict[str, Any], tune_config: dict[str, Any], run_path: str) -> None:
@@ -114,16 +122,29 @@ def scratch_dir(run_path: str, trial_id: str) -> Path:
 def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: TrialFiles,
                  stop: StopRequest) -> None:
     """Train one trial's run config in this worker, reporting each epoch to Tune."""
-    if not config["train"]["threads"]:  # one torch thread per reserved CPU: trials don't fight for cores
-        config["train"]["threads"] = max(1, int(tune_config["tune"]["cpus_per_trial"]))
+    config = trial_settings(config, tune_config)
     files.last_ckpt.parent.mkdir(parents=True, exist_ok=True)
     from .. import loop  # torch: imported once per worker, reused by the next trial (reuse_actors)
-    from ..troubles import batch_finder
+    from ..troubles import batch_finder, memory_cap
 
-    report = TrialReport(files, stop)  # its clock starts after the imports: train_s is the trial's own time
+    memory_cap.lift()  # a reused worker: the previous trial's cap and CUDA cache go with it
+    report = TrialReport(files)  # its clock starts after the imports: train_s is the trial's own time
     resume = resume_from(files)
     config = batch_finder.resolve(config, resume)  # batch_size = "auto": this trial's model and device
     loop.train(loop.make_strategy(config), config, files, report, stop, resume)
+
+
+def trial_settings(config: dict[str, Any], tune_config: dict[str, Any]) -> dict[str, Any]:
+    """What a trial's run config gets from its share of the machine: one torch thread per reserved CPU
+    (trials don't fight for cores), and no GPU unless it reserved one (Ray does not hide the GPUs from a
+    trial that reserved none, and every such trial would train on cuda:0 without Ray knowing)."""
+    share = tune_config["tune"]
+    train, strategy = dict(config["train"]), dict(config["strategy"])
+    if not train["threads"]:
+        train["threads"] = max(1, int(share["cpus_per_trial"]))
+    if not share["gpus_per_trial"]:
+        strategy["accelerator"] = "cpu"
+    return {**config, "train": train, "strategy": strategy}
 
 
 def resume_from(files: TrialFiles) -> str | None:
