@@ -38,11 +38,14 @@ KINDS_FOR = {
     "hyperopt": ("choice", "uniform", "loguniform", "randint", "quniform"),
     "bayesopt": ("uniform", "quniform"),  # BayesOptSearch takes float ranges only, on a linear scale
 }
-ADDRESS = re.compile(r"^(auto|(ray://)?[\w.\-]+:\d+)$")
+ADDRESS = re.compile(r"^(auto|[\w.\-]+:\d+)$")
 MAX_TRIALS = 100_000
 
 
 def _address(v: str) -> str | None:
+    if v.startswith("ray://"):  # Ray Client: the driver would run on the head, away from the run's log
+        return ("must be the cluster's HOST:PORT (from `ray start --head`), not a ray:// client address: "
+                "the search's driver runs here, beside the run directory the console reads")
     return None if not v or ADDRESS.match(v) else "must be empty (a local Ray), 'auto' or HOST:PORT"
 
 

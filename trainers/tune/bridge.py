@@ -91,7 +91,8 @@ class TrialEvents(tune.Callback):
             "config": {self.names.get(k, k): plain(k, v) for k, v in (trial.config or {}).items()},
             "iteration": int(result.get("training_iteration") or 0),
             "metrics": metrics(trial, result),
-            "mem": result.get("mem") or {}, "time_s": _seconds(result.get("train_s")), **extra,
+            "mem": result.get("mem") or {}, "time_s": _seconds(result.get("train_s")),
+            **{k: result[k] for k in ("node", "pid") if result.get(k)}, **extra,
         }
         self.seen[trial.trial_id] = status
         if self._writer is None:

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from . import stopping
+from . import cluster, stopping
 
 #: The longest temp dir that keeps `session_…/sockets/plasma_store` under the AF_UNIX limit.
 MAX_TEMP_DIR = 107 - len("/session_2026-01-01_00-00-00_000000_4194304/sockets/plasma_store") - 1
@@ -59,9 +59,11 @@ def start(run_path: Path, tune_cfg: dict[str, Any], address: str) -> Path | None
     # A trial stopped on request before its first epoch ends returns with no result: that must not end
     # the whole search (Tune's strict check would want the metric in its final, empty result).
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
-    if address:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    if address:  # a cluster: the project goes to every node, and every node must reach the run directory
+        ray.init(address=address, log_to_driver=False, configure_logging=False,
+                 runtime_env=cluster.runtime_env())
         stopping.install()
+        cluster.check_storage(run_path.resolve())
         return None
     folder = temp_dir(run_path)
     # A per-run token in the environment: Ray would otherwise write one to ~/.ray/auth_token.

@@ -21,6 +21,7 @@ from ray import tune
 from ..protocol import trial_stops_requested
 from ..protocol.tune_config import METRICS, trial_run_config
 from ..troubles.explain import explain, traceback_tail
+from . import cluster
 
 #: The metrics of each result that `trial` events carry (the driver adds best_val_acc).
 METRIC_KEYS = tuple(METRICS)
@@ -78,6 +79,7 @@ class TrialReport:
         self.metrics: dict[str, Any] = {}
         self.mem: dict[str, Any] = {}
         self.evaluated = False  # an `eval` not yet reported
+        self.node = cluster.node_name()
 
     def emit(self, kind: str, **fields: Any) -> None:
         """Take one loop event; a `checkpoint` of last.pt after an `eval` ends the epoch and reports it."""
@@ -91,7 +93,8 @@ class TrialReport:
         elif kind == "checkpoint" and not fields.get("is_best") and self.evaluated:
             self.evaluated = False
             checkpoint = tune.Checkpoint.from_directory(str(self.files.last_ckpt.parent))
-            own = {"mem": self.mem, "pid": os.getpid(), "train_s": time.monotonic() - self.began}
+            own = {"mem": self.mem, "pid": os.getpid(), "node": self.node,
+                   "train_s": time.monotonic() - self.began}
             self.report({**self.metrics, **own}, checkpoint=checkpoint)
 
 
