@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.widgets import DataTable
 
+from console.core import leaderboard
 from console.core.state import Board, build_view, plot_view, weights_view
 from console.services.tailer import RunsRead, Tailer
+from console.widgets.leaderboard import Leaderboard
 from console.widgets.runs_table import RunsTable
 
 if TYPE_CHECKING:
@@ -47,6 +49,7 @@ class Frames:
     _plot_scheduled: bool
     _select_next: str | None
     _labels: dict[str, str]
+    _importance_key: tuple[str | None, int] | None = None  # the search and ended trials last computed
 
     def on_runs_read(self, message: RunsRead) -> None:
         """The tailer read something: take it into the board, let it read on, draw it in the next frame."""
@@ -85,6 +88,8 @@ class Frames:
             self.refresh_bindings()
         self.selected, self._labels = view.selected, view.labels
         self.main.show_view(view)
+        if view.trials is not None:
+            self._refresh_importance(view.trials.ended)
         if self.devices is not None:
             self.main.show_devices(self.devices, view.labels)
         if self._select_next in view.labels:
@@ -92,6 +97,23 @@ class Frames:
             self._select_next = None
         if view.plot_changed:
             self._schedule_plot()
+
+    def _refresh_importance(self, ended: list[tuple[dict[str, Any], float]]) -> None:
+        """Recompute the parameter importance in a thread when a trial of the shown search has ended."""
+        key = (self.selected, len(ended))
+        if key == self._importance_key:
+            return
+        self._importance_key = key
+
+        def compute() -> None:
+            text = leaderboard.importance_line(ended)
+            self.call_from_thread(self._show_importance, key, text)
+
+        self.run_worker(compute, thread=True, group="importance", exclusive=True)
+
+    def _show_importance(self, key: tuple[str | None, int], text: str) -> None:
+        if key == self._importance_key and self._drawable():
+            self.main.query_one(Leaderboard).show_importance(text)
 
     def _schedule_plot(self) -> None:
         # Half a frame after the table, so the plot's render never delays the table's frame.

@@ -1,7 +1,8 @@
 """A tune run's trials, built from its `trial` events and ranked live by the tune metric (pure: no Textual).
 
 A `trial` event carries `trial_id`, `number`, `config` (the searched keys, short names), `status`
-(pending, running, terminated, stopped_early, error, killed), `iteration`, `metrics` and, on error, `cause`.
+(pending, running, terminated, stopped_early, error, killed), `iteration`, `metrics` and, on error, `cause`;
+from a result also the worker's `mem` and `samples_per_s`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class Trial:
     cause: str = ""
     best: float | None = None
     curve: Series = field(default_factory=Series)
+    peak_mb: float | None = None  # the worker's largest memory seen (GPU peak, else host RSS)
+    samples_per_s: float | None = None  # its latest training speed
 
     def apply(self, event: Event, metric: str, mode: str) -> None:
         """Take one `trial` event."""
@@ -41,6 +44,11 @@ class Trial:
         self.iteration = _int(event.get("iteration"), self.iteration)
         self.config = event.get("config") if isinstance(event.get("config"), dict) else self.config
         self.cause = str(event.get("cause") or self.cause)
+        used = _used_mb(event.get("mem"))
+        if used is not None:
+            self.peak_mb = max(self.peak_mb or 0.0, used)
+        if _finite(event.get("samples_per_s")):
+            self.samples_per_s = float(event["samples_per_s"])
         metrics = event.get("metrics")
         if isinstance(metrics, dict) and metrics:
             self.metrics = {**self.metrics, **metrics}
@@ -108,7 +116,8 @@ def searched(config: dict[str, Any]) -> str:
 
 
 def rows(search: Search) -> list[tuple[str, tuple[str, ...]]]:
-    """The leaderboard's rows, best first: (trial id, (rank mark, trial, status, iter, metric, values))."""
+    """The leaderboard's rows, best first: (trial id, (rank mark, trial, status, iter, metric, memory,
+    samples/s, values))."""
     leader = search.leader()
     out = []
     for trial in search.ranked():
@@ -116,7 +125,8 @@ def rows(search: Search) -> list[tuple[str, tuple[str, ...]]]:
         metric = "-" if trial.best is None else f"{trial.best:.4g}"
         values = trial.cause if trial.status == "error" else searched(trial.config)
         name = f"#{trial.number}" if trial.number else trial.id[-6:]
-        cells = (mark, name, status_text(trial), str(trial.iteration), metric, values)
+        cells = (mark, name, status_text(trial), str(trial.iteration), metric, _mb(trial.peak_mb),
+                 _rate(trial.samples_per_s), values)
         out.append((trial.id, cells))
     return out
 
@@ -127,6 +137,43 @@ def importance_bars(search: Search, width: int = 20) -> list[str]:
     name_width = max((len(key.rsplit(".", 1)[-1]) for key, _ in ranked), default=0)
     return [f"{key.rsplit('.', 1)[-1]:<{name_width}} {_bar(score, width):<{width}} {score:.2f}"
             for key, score in ranked]
+
+
+def ended(search: Search) -> list[tuple[dict[str, Any], float]]:
+    """The searched values and best metric of each trial that ended: what importance is computed from
+    (a copy, so another thread may compute while the search goes on)."""
+    return [(dict(t.config), t.best) for t in search.trials.values()
+            if t.best is not None and t.status not in ("pending", "running")]
+
+
+def importance_line(trials: list[tuple[dict[str, Any], float]], width: int = 6) -> str:
+    """`importance: lr ████▌ 0.72 · bs ▏ 0.05`, ranked; '' with too few ended trials to say."""
+    ranked = importance(trials)
+    if not ranked:
+        return ""
+    return "importance: " + " · ".join(f"{key.rsplit('.', 1)[-1]} {_bar(score, width)} {score:.2f}"
+                                       for key, score in ranked)
+
+
+def _used_mb(mem: Any) -> float | None:
+    if not isinstance(mem, dict) or not mem:
+        return None
+    devices = [d for d in mem.get("devices") or [] if isinstance(d, dict)]
+    if devices:
+        return max(float(d.get("peak") or d.get("allocated") or 0) for d in devices) / 2**20
+    return float(mem["rss"]) / 2**20 if _finite(mem.get("rss")) else None
+
+
+def _mb(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}M" if value < 1000 else f"{value / 1024:.1f}G"
+
+
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f}" if value < 1000 else f"{value / 1000:.1f}k"
 
 
 def _bar(fraction: float, width: int) -> str:

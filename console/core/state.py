@@ -7,7 +7,7 @@ reader thread's `RunUpdate`s into it, and reads rows and plot lines from it at a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any as Object
 
 from console.core import leaderboard
@@ -158,7 +158,8 @@ class PlotLine:
 
     run_id: str
     label: str
-    kind: str  # "train", "val_loss", "val_acc", or "oom" (steps where an out-of-memory was recovered)
+    kind: str  # "train", "val_loss", "val_acc", "oom" (steps where an out-of-memory was recovered), or
+    # "cut" (the point where the early stopper cut a trial)
     xs: list[float]
     ys: list[float]
 
@@ -205,6 +206,7 @@ class TrialsView:
 
     rows: list[Row]
     metric: str
+    ended: list[tuple[dict[str, Object], float]] = field(default_factory=list)  # for the importance
 
 
 @dataclass
@@ -240,7 +242,8 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
         view.log = LogView(f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
         view.mem = MemView(label(run), run.mem)
         if run.search is not None:
-            view.trials = TrialsView(leaderboard.rows(run.search), run.search.metric)
+            view.trials = TrialsView(leaderboard.rows(run.search), run.search.metric,
+                                     leaderboard.ended(run.search))
     return view
 
 
@@ -264,6 +267,8 @@ def trial_lines(search: leaderboard.Search, buckets: int) -> list[PlotLine]:
         if len(trial.curve):
             xs, ys = trial.curve.decimate(buckets)
             lines.append(PlotLine(trial.id, f"#{trial.number}", kind, xs, ys))
+            if trial.status == "stopped_early":  # where ASHA cut it
+                lines.append(PlotLine(trial.id, f"#{trial.number}", "cut", xs[-1:], ys[-1:]))
     return lines
 
 

@@ -11,7 +11,7 @@ from console.core.state import Row, TrialsView
 
 #: Columns: key, header, width (None: the searched values take the rest).
 COLUMNS = (("mark", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", 3),
-           ("metric", "metric", 7), ("values", "searched", None))
+           ("metric", "metric", 7), ("mem", "mem", 5), ("speed", "s/s", 5), ("values", "searched", None))
 STATUS_STYLES = {"running": "bold green", "done": "cyan", "error": "bold red", "killed": "magenta",
                  "stopped": "yellow", "pending": "dim"}
 
@@ -56,6 +56,10 @@ class Leaderboard(DataTable[Text]):
             if not moved:
                 self._placed = target  # resting on the best trial, until the user moves the cursor
 
+    def show_importance(self, text: str) -> None:
+        """The parameter importance line under the table (computed off the UI thread)."""
+        self.border_subtitle = text
+
     def _key(self, name: str):  # type: ignore[no-untyped-def]
         return next(k for k in self.columns if k.value == name)
 
@@ -65,6 +69,6 @@ class Leaderboard(DataTable[Text]):
             return Text(value, style=style, no_wrap=True)
         if key == "mark":
             return Text(value, style="bold yellow")
-        if key in ("iter", "metric"):
+        if key in ("iter", "metric", "mem", "speed"):
             return Text(value, justify="right")
         return Text(value, no_wrap=True, overflow="ellipsis")

@@ -14,6 +14,7 @@ LEGEND = "[cyan]⣿ train loss[/] [yellow]◆ val loss[/] [green]○ val acc →
 OOM_LEGEND = " [red]│ OOM[/]"  # a vertical line at each step where an out-of-memory was recovered
 OVERLAY_LEGEND = "colour = run  ⣿ train loss ◆ val loss ○ val acc →"
 TRIALS_LEGEND = "colour = trial, best first; x = iteration"
+CUT_LEGEND = " ✕ cut"  # where the early stopper (ASHA) cut a trial
 
 
 class LossPlot(PlotextPlot):
@@ -40,6 +41,7 @@ class LossPlot(PlotextPlot):
         trials = bool(lines) and all(line.label.startswith("#") for line in lines)  # a search's trials
         legend = TRIALS_LEGEND if trials else OVERLAY_LEGEND if overlay else LEGEND
         legend += OOM_LEGEND if any(line.kind == "oom" for line in lines) else ""
+        legend += CUT_LEGEND if any(line.kind == "cut" for line in lines) else ""
         self.border_subtitle = legend if lines else ""
         self.replot()
 
@@ -56,13 +58,17 @@ class LossPlot(PlotextPlot):
         for line in self.lines:
             runs.setdefault(line.run_id, PALETTE[len(runs) % len(PALETTE)])
         few = max(4, self.size.width // 4)  # val points up to this many get markers, more get a line
+        side = "left"
         for line in self.lines:
             if line.kind == "oom":
                 for x in line.xs:
                     plt.vline(x, "red")
                 continue
-            color = runs[line.run_id] if len(runs) > 1 else KIND_COLORS[line.kind]
+            color = runs[line.run_id] if len(runs) > 1 else KIND_COLORS.get(line.kind, "white")
             xs = [int(x) if x.is_integer() else x for x in line.xs]
+            if line.kind == "cut":  # on the axis of its trial's line, drawn just before it
+                plt.scatter(xs, line.ys, marker="✕", color=color, yside=side)
+                continue
             side = "right" if line.kind == "val_acc" else "left"
             if line.kind == "train" or len(xs) > few:
                 plt.plot(xs, line.ys, marker="braille", color=color, yside=side)

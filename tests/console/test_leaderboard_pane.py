@@ -20,9 +20,11 @@ SPACE = '[tune]\nsearch = "random"\nmetric = "val_acc"\nmode = "max"\n[tune.spac
 
 def trial(n: int, status: str, iteration: int, acc: float | None, lr: float, bs: int, **extra: Any) -> dict:
     metrics = {} if acc is None else {"val_acc": acc, "val_loss": round(1.2 - acc, 4), "train_loss": 0.4}
+    result = {} if acc is None else {"mem": {"devices": [], "rss": (500 + 40 * n + iteration) << 20},
+                                     "samples_per_s": 900.0 + 100 * n}
     return {"t": T0 + 60 * n + iteration, "type": "trial", "trial_id": f"ab12_0000{n}", "number": n,
             "status": status, "iteration": iteration, "config": {"lr": lr, "batch_size": bs},
-            "metrics": metrics, **extra}
+            "metrics": metrics, **result, **extra}
 
 
 def search_events(finished: bool) -> list[dict[str, Any]]:
@@ -88,6 +90,12 @@ async def test_rows_are_ranked_and_trial_keys_show_only_for_a_tune_run(running_s
         order = [cells[1] for _, cells in board._rows]
         assert order == ["#2", "#1", "#5", "#3", "#4", "#6"]
         assert [cells[2] for _, cells in board._rows][3:5] == ["cut@1", "error"]
+        # each trial's peak memory and speed; none yet for the failed and the pending one
+        assert [cells[5:7] for _, cells in board._rows] == [
+            ("583M", "1.1k"), ("543M", "1.0k"), ("701M", "1.4k"), ("621M", "1.2k"), ("-", "-"), ("-", "-")]
+        # the importance of lr and batch size over the three ended trials, computed off the UI thread
+        await until(pilot, lambda: str(board.border_subtitle).startswith("importance: "))
+        assert "lr " in str(board.border_subtitle) and "batch_size " in str(board.border_subtitle)
         assert app.check_action("stop_trial", ()) is True
         await pilot.press("down")  # the train run: no trial keys
         await pilot.pause()

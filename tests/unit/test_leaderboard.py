@@ -22,7 +22,7 @@ def test_trials_rank_by_their_best_value_and_the_leader_is_marked() -> None:
         search.apply(event)
     assert [t.id for t in search.ranked()] == ["a", "b", "c"]
     table = rows(search)
-    assert table[0] == ("a", ("★", "#1", "running", "3", "0.9", "lr=0.0123 bs=64"))
+    assert table[0] == ("a", ("★", "#1", "running", "3", "0.9", "-", "-", "lr=0.0123 bs=64"))
     assert [cells[0] for _, cells in table] == ["★", "", ""]
     assert table[2][1][4] == "-"  # no metric yet
 
@@ -39,7 +39,7 @@ def test_an_early_stopped_trial_shows_where_it_was_cut_and_an_error_its_cause() 
     search.apply(trial("a", 1, "stopped_early", 2, 0.4))
     search.apply(trial("b", 2, "error", 1, None, cause="label 12 >= model.num_classes 10"))
     assert status_text(search.trials["a"]) == "cut@2"
-    assert dict(rows(search))["b"][5] == "label 12 >= model.num_classes 10"
+    assert dict(rows(search))["b"][-1] == "label 12 >= model.num_classes 10"
     assert dict(rows(search))["b"][2] == "error"
 
 
@@ -65,3 +65,19 @@ def test_a_tune_run_state_learns_metric_trials_and_failures() -> None:
 def test_searched_values_are_compact() -> None:
     assert searched({"lr": 0.000123456, "optimizer": "adam"}) == "lr=0.000123 opt=adam"
     assert searched({"train.batch_size": 64}) == "bs=64"
+
+
+def test_a_trial_cut_by_asha_gets_a_cut_mark_at_its_last_point_and_others_none() -> None:
+    from console.core.state import trial_lines
+
+    search = Search()
+    for n, status, accs in ((1, "terminated", (0.5, 0.7, 0.9)), (2, "stopped_early", (0.3,))):
+        for it, acc in enumerate(accs, start=1):
+            search.apply({"type": "trial", "trial_id": f"t{n}", "number": n, "status": "running",
+                          "iteration": it, "metrics": {"val_acc": acc}})
+        search.apply({"type": "trial", "trial_id": f"t{n}", "number": n, "status": status,
+                      "iteration": len(accs), "metrics": {"val_acc": accs[-1]}})
+    lines = trial_lines(search, 50)
+    kinds = [(line.label, line.kind) for line in lines]
+    assert kinds == [("#1", "val_acc"), ("#2", "val_acc"), ("#2", "cut")]
+    assert (lines[-1].xs, lines[-1].ys) == ([1.0], [0.3])

@@ -92,7 +92,7 @@ class TrialEvents(tune.Callback):
             "iteration": int(result.get("training_iteration") or 0),
             "metrics": metrics(trial, result),
             "mem": result.get("mem") or {}, "time_s": _seconds(result.get("train_s")),
-            **{k: result[k] for k in ("node", "pid") if result.get(k)}, **extra,
+            **{k: result[k] for k in ("node", "pid", "samples_per_s") if result.get(k)}, **extra,
         }
         self.seen[trial.trial_id] = status
         if self._writer is None:

@@ -79,6 +79,7 @@ class TrialReport:
         self.metrics: dict[str, Any] = {}
         self.mem: dict[str, Any] = {}
         self.evaluated = False  # an `eval` not yet reported
+        self.samples_per_s: float | None = None
         self.node = cluster.node_name()
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -86,6 +87,7 @@ class TrialReport:
         if kind == "step":
             self.metrics["train_loss"] = fields.get("loss")
             self.mem = fields.get("mem") or self.mem
+            self.samples_per_s = fields.get("samples_per_s") or self.samples_per_s
         elif kind == "eval":
             self.metrics.update(epoch=fields.get("epoch"), val_loss=fields.get("val_loss"),
                                 val_acc=fields.get("val_acc"))
@@ -94,7 +96,7 @@ class TrialReport:
             self.evaluated = False
             checkpoint = tune.Checkpoint.from_directory(str(self.files.last_ckpt.parent))
             own = {"mem": self.mem, "pid": os.getpid(), "node": self.node,
-                   "train_s": time.monotonic() - self.began}
+                   "samples_per_s": self.samples_per_s, "train_s": time.monotonic() - self.began}
             self.report({**self.metrics, **own}, checkpoint=checkpoint)
 
 
