@@ -158,3 +158,21 @@ def test_console_under_make_exits_when_its_terminal_goes_away(term: Terminal, ho
     finally:
         if not gone([console.pid]):
             console.kill()
+
+
+def test_compare_two_runs_in_a_real_terminal(term: Terminal, home: Path) -> None:
+    for lr in ("0.05", "0.1"):
+        done = subprocess.run([EXE, "run", "examples/digits.toml", "--set", "train.epochs=1", "--set",
+                               f"train.lr={lr}", "--wait"], cwd=REPO, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+    term.open("d", EXE)
+    term.wait("d", lambda s: s.count("finished") >= 2, "both runs listed", 30)
+    term.keys("d", "space", "Down", "space", "c")
+    screen = term.wait("d", lambda s: "train.lr" in s, "the compare view", 20)
+    assert "model.name" not in screen and "0.05" in screen and "0.1" in screen  # only what differs
+    assert "val acc best/final" in screen and "wall time" in screen
+    term.keys("d", "a")  # all keys
+    term.wait("d", lambda s: "model.name" in s, "every key", 10)
+    term.keys("d", "Escape", "q")
+    term.wait("d", lambda s: "keep going" in s or "$" in s, "the console closing", 10, history=True)
