@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import alive, demo_config, family, settle, until
+from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from console.app import TrainConsole
 from console.screens.confirm_screen import ConfirmScreen
@@ -25,7 +26,11 @@ def console(home: Path, tmp_path: Path) -> TrainConsole:
 
 
 def cell(app: TrainConsole, run_id: str, column: str) -> str:
-    return str(app.main.query_one(RunsTable).get_cell(run_id, column))
+    """The runs table's cell; '' while the run has no row yet (it is selected before its row is drawn)."""
+    try:
+        return str(app.main.query_one(RunsTable).get_cell(run_id, column))
+    except (CellDoesNotExist, RowDoesNotExist):
+        return ""
 
 
 def steps(app: TrainConsole, run_id: str) -> int:
