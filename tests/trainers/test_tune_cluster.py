@@ -137,6 +137,13 @@ def test_trials_run_on_the_second_node_report_here_and_a_kill_leaves_nothing(
     out = cli("tune", "examples/tune_digits_random_asha.toml", "--set", "tune.num_samples=2", "--set",
               "tune.max_t=1000", "--set", 'tune.scheduler="none"', "--ray-address", address, env=env)
     run_id = out.stdout.split()[0]
+    try:
+        killed_cleanly(home, run_id, env, since)
+    finally:
+        cli("kill", run_id, env=env)  # whatever happened above, no search outlives the test
+
+
+def killed_cleanly(home: Path, run_id: str, env: dict[str, str], since: float) -> None:
     wait_for(lambda: len({e["pid"] for e in events_of(home, run_id) if e.get("pid")}) == 2, timeout=180,
              what="both trials training")
     workers = [psutil.Process(e["pid"]) for e in events_of(home, run_id) if e.get("pid")]
