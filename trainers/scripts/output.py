@@ -1,9 +1,10 @@
 """A script's output: copied to the run's logs as it is flushed, and read line by line into events.
 
 `Pump` is a plain thread per pipe (stdout, stderr): it writes each chunk to its log at once and hands the
-complete lines (split at `\\n` and at tqdm's `\\r`) to `OutputEvents`, which turns metric lines into
-`step` / `eval` events and watches stderr for a traceback. Everything happens outside the script's
-process, so the script runs at full speed (it only blocks if the pipe fills, i.e. if we fall behind).
+lines (a `\\r`, tqdm's refresh, ends a state of the line; `\\n` ends the line) to `OutputEvents`, which
+turns metric lines into `step` / `eval` events and watches stderr for a traceback. Everything happens
+outside the script's process, so the script runs at full speed (it only blocks if the pipe fills, i.e. if
+we fall behind).
 """
 
 from __future__ import annotations
@@ -25,14 +26,21 @@ CHUNK = 1 << 16
 #: A "line" longer than this without a newline is handed over as it is.
 MAX_LINE = 1 << 16
 LINE_END = re.compile(rb"[\r\n]")
+#: tqdm's count in a progress bar: ` 25/50 [00:01<00:01, ...`.
+PROGRESS = re.compile(r"(?<![\d.])(?P<n>\d+)/(?P<total>\d+)\s*\[")
 #: Step events (printed metric lines) before the leak watch judges the script's memory.
 LEAK_WARMUP_STEPS = 10
 
 
 class Pump(threading.Thread):
-    """Copies one pipe to a log descriptor and hands each complete line to `on_line`."""
+    """Copies one pipe to a log descriptor and hands each line to `on_line(text, final)`.
 
-    def __init__(self, pipe_fd: int, log_fd: int, on_line: Callable[[str], None]) -> None:
+    A `\r` (tqdm's refresh) ends a state of the line, not the line: every state is handed over with
+    `final` False, and the text before the `\n` with `final` True. A line longer than MAX_LINE is handed
+    over in parts cut at whitespace, never inside a number.
+    """
+
+    def __init__(self, pipe_fd: int, log_fd: int, on_line: Callable[[str, bool], None]) -> None:
         super().__init__(daemon=True, name=f"pump-{pipe_fd}")
         self.pipe_fd, self.log_fd, self.on_line = pipe_fd, log_fd, on_line
 
@@ -41,14 +49,28 @@ class Pump(threading.Thread):
         pending = b""
         while chunk := _read(self.pipe_fd):
             _write_all(self.log_fd, chunk)
-            *lines, pending = LINE_END.split(pending + chunk)
-            if len(pending) > MAX_LINE:
-                lines, pending = [*lines, pending], b""
-            for line in lines:
-                if line:
-                    self.on_line(line.decode(errors="replace"))
-        if pending:
-            self.on_line(pending.decode(errors="replace"))
+            pending += chunk
+            start = 0
+            for end in LINE_END.finditer(pending):
+                self._hand(pending[start:end.start()], final=end.group() == b"\n")
+                start = end.end()
+            pending = pending[start:]
+            while len(pending) > MAX_LINE:
+                cut = _cut(pending)
+                self._hand(pending[:cut], final=False)
+                pending = pending[cut:]
+        self._hand(pending, final=True)
+
+    def _hand(self, line: bytes, final: bool) -> None:
+        if line or final:
+            self.on_line(line.decode(errors="replace"), final)
+
+
+def _cut(text: bytes) -> int:
+    """Where to cut a line longer than MAX_LINE: after its last whitespace before the limit (at the limit
+    when it has none there)."""
+    space = max(text.rfind(b" ", 0, MAX_LINE), text.rfind(b"\t", 0, MAX_LINE))
+    return space + 1 if space > 0 else MAX_LINE
 
 
 def _read(fd: int) -> bytes:
@@ -80,33 +102,51 @@ class OutputEvents:
         self.watch = TracebackWatch()
         self.epoch: int | None = None
         self.step = 0
+        self.bases: dict[str, int] = {}  # per stream, the step before its current line (a bar counts on)
+        self.emitted: int | None = None  # the step of the last step event
+        self.states: dict[str, str] = {}  # per stream, the current line's last refreshed state
         self.best_val_acc: float | None = None
         self.last_error = ""
         self.lock = threading.Lock()
         self.mem_due, self.mem_interval = 0.0, mem_interval
         self.leaks = LeakWatch(warmup_steps=LEAK_WARMUP_STEPS)
 
-    def stdout(self, line: str) -> None:
-        """One line the script printed to stdout."""
+    def stdout(self, line: str, final: bool = True) -> None:
+        """One line the script printed to stdout (`final` False: a state that a `\r` refreshes)."""
         with self.lock:
-            self._metrics(line)
+            self._metrics(line, final, "stdout")
 
-    def stderr(self, line: str) -> None:
-        """One line on stderr: metrics too (logging writes there), and the traceback watch."""
+    def stderr(self, line: str, final: bool = True) -> None:
+        """One line on stderr: metrics too (logging and tqdm write there), and the traceback watch."""
         with self.lock:
-            self.watch.feed(line)
-            self.last_error = line.strip() or self.last_error
-            self._metrics(line)
+            if final:
+                self.watch.feed(line)
+                self.last_error = line.strip() or self.last_error
+            self._metrics(line, final, "stderr")
 
-    def _metrics(self, line: str) -> None:
+    def _metrics(self, line: str, final: bool, stream: str) -> None:
         if not self.parse_output:
             return
+        if final and not line.strip() and self.states.get(stream):
+            line = self.states[stream]  # `text\r\n`: the line's last state is the line
+        self.states[stream] = "" if final else line
+        counter = PROGRESS.search(line)
+        if not (final or counter):
+            return  # a refreshed state without a counter: only the line's last state counts
         parsed = parse(line, self.patterns)
         self.epoch = parsed.context.get("epoch", self.epoch)
         if "step" in parsed.context:
             self.step = parsed.context["step"]
+        elif counter:  # a progress bar: its count within the bar, after the steps before the bar
+            self.step = self.bases.get(stream, 0) + int(counter["n"])
+            if self.step == self.emitted:
+                parsed.step.clear()  # the same state drawn again (tqdm's close redraws the last one)
         elif parsed.step:
             self.step += 1
+        if final:
+            self.bases[stream] = self.step
+        if parsed.step:
+            self.emitted = self.step
         where = {"step": self.step, **({"epoch": self.epoch} if self.epoch is not None else {})}
         if parsed.step:
             mem = self._mem()

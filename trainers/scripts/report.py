@@ -3,8 +3,11 @@
 Under trainconsole the runner sets TRAINCONSOLE_EVENTS (the run's events.jsonl) and TRAINCONSOLE_RUN_ID;
 without them `report` does nothing, so a script runs the same under plain python. Training metrics are
 summed as given (tensors stay on their device) and written at most ~10 times a second as one `step` event
-carrying the mean since the last and their count, so calling `report` every step costs no host-device
-sync; `val_*` metrics are written at once as an `eval` event. Only global rank 0 (RANK) writes.
+carrying each metric's mean since the last and the number of steps, so calling `report` every step costs
+no host-device sync; `val_*` metrics are written at once as an `eval` event. Only global rank 0 (RANK)
+writes. Steps are counted, not calls: a `step=` given says which step it is; without one, a call starts a
+new step only when it reports a metric already reported in the current step (so `report(loss=...)` and
+`report(lr=...)` in one iteration are one step).
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ class Reporter:
         self.writer = writer
         self.interval = interval
         self.sums: dict[str, Any] = {}
-        self.count = 0
+        self.counts: dict[str, int] = {}  # reports of each metric since the last event
+        self.count = 0  # steps since the last event
+        self.current: set[str] = set()  # the metrics reported in the current step
         self.step: int | None = None
         self.epoch: int | None = None
         self.due_at = time.monotonic() + interval
@@ -42,12 +47,19 @@ class Reporter:
         train = {k: v for k, v in metrics.items() if k not in evals}
         if evals:
             self.flush()  # the pending training metrics keep their own step and epoch
+        new = False
         if step is not None:
+            new = _whole(step) != self.step
             self.step = _whole(step)
-        elif train:
-            self.step = (self.step or 0) + 1
+        elif train and (self.step is None or self.current & train.keys()):
+            new, self.step = True, (self.step or 0) + 1
+        if new:
+            self.current = set()
+            self.count += bool(train)
         self.epoch = _whole(epoch) if epoch is not None else self.epoch
         if train:
+            self.count = max(self.count, 1)
+            self.current |= train.keys()
             self._add(train)
         if evals:
             self.writer.emit("eval", **self._where(), **_floats(evals))
@@ -58,16 +70,16 @@ class Reporter:
         """Write the pending training metrics as one `step` event (mean since the last, and their count)."""
         if not self.count:
             return
-        means = {k: _float(v) / self.count for k, v in self.sums.items()}
+        means = {k: _float(v) / self.counts[k] for k, v in self.sums.items()}
         self.writer.emit("step", **self._where(), **means, count=self.count)
-        self.sums, self.count = {}, 0
+        self.sums, self.counts, self.count = {}, {}, 0
         self.due_at = time.monotonic() + self.interval
 
     def _add(self, metrics: dict[str, Any]) -> None:
         for key, value in metrics.items():
             value = _detached(value)
             self.sums[key] = value if key not in self.sums else self.sums[key] + value
-        self.count += 1
+            self.counts[key] = self.counts.get(key, 0) + 1
 
     def _where(self) -> dict[str, Any]:
         return {k: v for k, v in (("step", self.step), ("epoch", self.epoch)) if v is not None}
