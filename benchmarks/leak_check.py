@@ -1,7 +1,7 @@
 """No false leak alarm on any example: every training example, run as a real trainer for as many steps
-as the leak test's hoarding model needs to be caught (276), with its memory after warm-up.
+as the leak watch may take to catch a slow leak (600: issue 15's 0.5 MB per step is warned before it).
 
-Each example config from `examples/` (not the tune ones) gets `train.max_steps = 276` and enough epochs
+Each example config from `examples/` (not the tune ones) gets `train.max_steps = 600` and enough epochs
 to reach it; the two halves of the two-node example run together. Printed per example: exit code, step
 events, the last step, host RSS range over the step events (MB), out-of-memory recoveries, and any
 `memory_leak` warning (there must be none). resnet18 examples take about a minute each on 2 cores.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-STEPS = 276  # tests/trainers/test_leaks.py: 12 epochs of digits at batch 64, where the hoarder is caught
+STEPS = 600  # a 0.5 MB-per-step leak at 0.1 s per step is warned before this step
 
 from trainers.protocol import RunDir, dumps, new_run_id, read_all, validate  # noqa: E402
 
