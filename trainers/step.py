@@ -10,9 +10,11 @@ one rank in the middle of backward would leave the others waiting in an all-redu
 mosaicml/composer #2117), and buffers are not broadcast by DDP's forward (its "broadcast at the next
 forward" flag is cleared only when a forward finishes, so after a mid-forward OOM on one rank the ranks'
 broadcasts no longer pair). Instead, through the strategy: rank 0's buffers are broadcast at the start of
-every attempt and before evaluation; every micro-batch runs under `no_sync()`, then all ranks learn who
-failed; only when no rank failed are the gradients averaged. Every rank calls the same collectives in the
-same order, adopts the same micro-batch at the same step, and none can hang.
+every attempt and before evaluation; every micro-batch runs under `no_sync()`, and the last one's backward
+starts the gradient all-reduce bucket by bucket as gradients become ready (strategies/buckets.py: DDP's
+overlap, kept); a rank that fails starts the buckets it did not reach with zeros, then all ranks learn
+who failed and, only when none did, take the averaged gradients. Every rank calls the same collectives in
+the same order, adopts the same micro-batch at the same step, and none can hang.
 
 Test hook: `TRAINCONSOLE_OOM_AT="RANK:STEP:PHASE"` (phase forward or backward) makes global rank RANK
 raise the CPU allocator's out-of-memory error once, in that phase of its STEP-th optimizer step, from
@@ -75,6 +77,7 @@ class Stepper:
         if self.own_sync:
             model.broadcast_buffers = False  # rank 0's buffers are broadcast by sync_buffers() instead
         self.params = [p for p in model.parameters() if p.requires_grad]
+        self.buckets = strategy.gradient_buckets(self.params) if self.own_sync else None
         self.statistics = [b for m in model.modules() if isinstance(m, _BatchNorm) for b in m.buffers()]
         self.fault = Fault.from_env(strategy.global_rank)
         self.history = MemoryHistory(config["train"]["memory_history"], strategy.device, folder, emit)
@@ -117,30 +120,36 @@ class Stepper:
             return self.model(x)
         return torch.cat([self.plain(part) for part in x.split(self.micro_batch)])
 
-    def _attempt(self, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor | Failure:
+    def _attempt(self, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor | Failure | None:
         self.optimizer.zero_grad(set_to_none=True)
         if self.own_sync:
             self.strategy.sync_buffers(self.plain)
         saved = [b.clone() for b in self.statistics] if self.recover else []
         count = math.ceil(x.shape[0] / self.micro_batch)
         parts = list(zip(x.tensor_split(count), y.tensor_split(count), strict=True))  # near-equal sizes
-        total: torch.Tensor | None = None
+        total: torch.Tensor | Failure | None = None
         with self.fault.armed(self.plain, step):
             for i, (xs, ys) in enumerate(parts):
                 weight = 1.0 if len(parts) == 1 else xs.shape[0] / x.shape[0]
+                if self.buckets is not None and i == len(parts) - 1:
+                    self.buckets.arm()  # the last backward averages gradients as it goes
                 loss = self._micro(xs, ys, weight, step, last=i == len(parts) - 1)
-                if self.own_sync:
-                    loss = self._agree(loss)
                 if isinstance(loss, Failure):
-                    self._restore(saved)
-                    return loss
+                    total = loss
+                    break
                 total = loss if total is None else total + loss
+        if self.buckets is not None:  # every rank, failed or not: the same collectives in the same order
+            self.buckets.finish(failed=isinstance(total, Failure))
+            total = self._agree(total)
+        if isinstance(total, Failure):
+            self._restore(saved)
+            return total
         assert total is not None
+        if self.buckets is not None:
+            self.buckets.apply()
         if self.skip_nonfinite and not self.strategy.all_finite(bool(torch.isfinite(total))):
             self._skip(step)
             return None
-        if self.own_sync:
-            self.strategy.average_gradients(self.params)
         self._optimizer_step()
         return total
 
@@ -186,7 +195,7 @@ class Stepper:
         return contextlib.nullcontext()
 
     def _agree(self, result: torch.Tensor | Failure) -> torch.Tensor | Failure:
-        """All ranks learn which of them failed this micro-batch; a rank that was fine drops its work too."""
+        """All ranks learn which of them failed this attempt; a rank that was fine drops its work too."""
         failed = self.strategy.failed_ranks(isinstance(result, Failure))
         if not failed:
             return result

@@ -72,3 +72,19 @@ def test_families_recover_to_the_unfaulted_run(tc_home: Path, monkeypatch: pytes
         run = fault_run(tc_home, monkeypatch, "0:2:backward", model, strategy=spec)
         (oom,) = events(run, "oom_recovered")
         assert oom["accumulate"] == 2 and oom["phase"] == "backward"
+
+
+@pytest.mark.slow
+def test_ddp_recovery_is_exact_and_averages_gradients_as_ddp_does(tc_home: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Frozen layers (no BatchNorm, no dropout) under ddp with train.oom = "recover" (our gradient
+    buckets): the same weights as with train.oom = "fail" (DDP's own reducer), with no fault and after an
+    out-of-memory error on either rank, in forward or backward."""
+    ddp = {"name": "ddp", "devices": 2, "accelerator": "cpu"}
+    plain = fault_run(tc_home, monkeypatch, "", "frozen", strategy=ddp, train={"oom": "fail"})
+    reference = final_state(plain)
+    for fault in ("", "0:1:backward", "1:3:forward"):
+        run = fault_run(tc_home, monkeypatch, fault, "frozen", strategy=ddp)
+        assert len(events(run, "oom_recovered")) == (1 if fault else 0)
+        ours = final_state(run)
+        assert all(torch.allclose(ours[k], reference[k], atol=1e-5) for k in reference), fault

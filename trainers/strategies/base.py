@@ -167,8 +167,10 @@ class Strategy:
         """Whether every rank's loss is finite."""
         return finite
 
-    def average_gradients(self, params: list[nn.Parameter]) -> None:
-        """Average gradients over ranks after a step accumulated them without sync (ddp)."""
+    def gradient_buckets(self, params: list[nn.Parameter]) -> Any:
+        """What averages `params`' gradients over ranks during a step's last backward, even when one rank
+        fails (ddp: a `buckets.GradientBuckets`); None with one process."""
+        return None
 
     def sync_buffers(self, module: nn.Module) -> None:
         """Give every rank global rank 0's buffers (BatchNorm statistics), as DDP's forward would."""

@@ -27,6 +27,7 @@ from ..errors import StrategyUnavailable
 from ..protocol import RunDir
 from . import launcher
 from .base import Config, Strategy, given
+from .buckets import GradientBuckets
 from .devices import resolve
 from .rank_sync import RankSync
 from .rendezvous import rank_envs
@@ -154,14 +155,9 @@ class DistributedDataParallel(Strategy):
         dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=self._cpu_group)
         return flag.item() == 0
 
-    def average_gradients(self, params: list[nn.Parameter]) -> None:
-        """What DDP's hooks would have done, in one flat all-reduce."""
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        flat = _flatten_dense_tensors(grads)
-        dist.all_reduce(flat)
-        flat /= self.world_size
-        for p, g in zip(params, _unflatten_dense_tensors(flat, grads), strict=True):
-            p.grad = g
+    def gradient_buckets(self, params: list[nn.Parameter]) -> GradientBuckets:
+        """Our own buckets, overlapping backward as DDP's do, that a failed rank can still pair."""
+        return GradientBuckets(params, self.world_size)
 
     def sync_buffers(self, module: nn.Module) -> None:
         """Broadcast rank 0's buffers, one flat tensor per dtype (DDP's own broadcast, at a point every

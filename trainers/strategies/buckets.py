@@ -1,0 +1,91 @@
+"""Gradient averaging that overlaps backward, as DDP's reducer does, for steps that may fail on one rank.
+
+DDP's own reducer cannot survive an out-of-memory error inside backward on one rank: the other ranks then
+wait for ever in the all-reduce of a bucket the failed rank never reaches (mosaicml/composer #2117). Here
+the buckets are ours: parameters are grouped in reverse order (the order backward produces gradients) into
+buckets of about `BUCKET_BYTES`, and bucket k's all-reduce starts, asynchronously, as soon as its
+gradients are all accumulated and buckets 0..k-1 have started, so every rank starts them in the same order
+while backward goes on. A rank that fails starts every bucket it has not started yet, with zeros, so the
+ranks' collectives still pair; then all ranks learn who failed and, if anyone did, discard the step.
+
+Only the last micro-batch of a step is `arm`ed: the others accumulate locally, as under `no_sync`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+BUCKET_BYTES = 25 << 20  # DDP's default bucket_cap_mb
+
+
+class GradientBuckets:
+    """Averages the gradients of `params` over the ranks of `group`, bucket by bucket, during backward."""
+
+    def __init__(self, params: list[nn.Parameter], world_size: int, group: Any = None,
+                 bucket_bytes: int = BUCKET_BYTES) -> None:
+        self.world_size, self.group = world_size, group
+        self.buckets: list[list[nn.Parameter]] = []
+        size = bucket_bytes  # start a new bucket at once
+        for p in reversed(params):
+            nbytes = p.numel() * p.element_size()
+            if size + nbytes > bucket_bytes and (not self.buckets or self.buckets[-1]):
+                self.buckets.append([])
+                size = 0
+            self.buckets[-1].append(p)
+            size += nbytes
+        self.bucket_of = {id(p): k for k, bucket in enumerate(self.buckets) for p in bucket}
+        self.armed = False
+        self._reset()
+        self.handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
+
+    def arm(self) -> None:
+        """The next backward is the step's last: start each bucket's all-reduce as soon as it is ready."""
+        self._reset()
+        self.armed = True
+
+    def finish(self, failed: bool) -> None:
+        """Start every bucket not started yet (with zeros if this rank failed: its gradients are partial)
+        and wait for all of them. Every rank calls it once per attempt, failed or not."""
+        while self.started < len(self.buckets):
+            self._start(self.started, zeros=failed)
+        for work in self.works:
+            work.wait()
+        self.armed = False
+
+    def apply(self) -> None:
+        """Put the averaged gradients into `.grad` (after `finish`, when no rank failed)."""
+        with torch.no_grad():
+            for bucket, flat in zip(self.buckets, self.flats, strict=True):
+                flat /= self.world_size
+                for p, g in zip(bucket, _unflatten_dense_tensors(flat, bucket), strict=True):
+                    if p.grad is None:
+                        p.grad = g.clone()
+                    else:
+                        p.grad.copy_(g)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.ready: list[set[int]] = [set() for _ in self.buckets]
+        self.started = 0
+        self.works: list[Any] = []
+        self.flats: list[torch.Tensor] = []
+
+    def _ready(self, p: nn.Parameter) -> None:
+        if not self.armed:
+            return
+        self.ready[self.bucket_of[id(p)]].add(id(p))
+        while self.started < len(self.buckets) and len(self.ready[self.started]) == len(
+                self.buckets[self.started]):
+            self._start(self.started, zeros=False)
+
+    def _start(self, k: int, zeros: bool) -> None:
+        grads = [torch.zeros_like(p) if zeros or p.grad is None else p.grad for p in self.buckets[k]]
+        flat = _flatten_dense_tensors(grads).detach()
+        self.flats.append(flat)
+        self.works.append(dist.all_reduce(flat, group=self.group, async_op=True))
+        self.started += 1
