@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from run_rates import measure
 
-WARMUP, STEPS, BATCH_PER_RANK, RANKS, SAMPLES = 5, 45, 32, 2, 4096
+WARMUP, STEPS, BATCH_PER_RANK, RANKS, SAMPLES = 5, 85, 32, 2, 4096
 DATA = ['model.name="resnet18"', 'data.name="synthetic"', "data.shape=[3,32,32]", f"data.samples={SAMPLES}",
         "data.val_fraction=0.2", "train.epochs=1", f"train.max_steps={STEPS}",
         f"train.batch_size={BATCH_PER_RANK * RANKS}", 'strategy.name="ddp"', f"strategy.devices={RANKS}",
