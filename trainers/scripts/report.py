@@ -7,7 +7,8 @@ carrying each metric's mean since the last and the number of steps, so calling `
 no host-device sync; `val_*` metrics are written at once as an `eval` event. Only global rank 0 (RANK)
 writes. Steps are counted, not calls: a `step=` given says which step it is; without one, a call starts a
 new step only when it reports a metric already reported in the current step (so `report(loss=...)` and
-`report(lr=...)` in one iteration are one step).
+`report(lr=...)` in one iteration are one step), and an event is written at the end of a step, never
+between two calls of one.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Reporter:
         self.counts: dict[str, int] = {}  # reports of each metric since the last event
         self.count = 0  # steps since the last event
         self.current: set[str] = set()  # the metrics reported in the current step
+        self.previous: set[str] = set()  # those of the step before: the current one is whole when it has them
         self.step: int | None = None
         self.epoch: int | None = None
         self.due_at = time.monotonic() + interval
@@ -47,28 +49,36 @@ class Reporter:
         train = {k: v for k, v in metrics.items() if k not in evals}
         if evals:
             self.flush()  # the pending training metrics keep their own step and epoch
-        new = False
-        if step is not None:
-            new = _whole(step) != self.step
-            self.step = _whole(step)
-        elif train and (self.step is None or self.current & train.keys()):
-            new, self.step = True, (self.step or 0) + 1
-        if new:
-            self.current = set()
+        new_step = self._new_step(step, train.keys())
+        if new_step is not None:
+            if self._due():  # the steps before this one are whole
+                self.flush()
+            self.step, self.previous, self.current = new_step, self.current or self.previous, set()
             self.count += bool(train)
         self.epoch = _whole(epoch) if epoch is not None else self.epoch
-        if train:
-            self.count = max(self.count, 1)
+        if train:  # counted once, when its step began (a step written half way keeps its count)
             self.current |= train.keys()
             self._add(train)
         if evals:
             self.writer.emit("eval", **self._where(), **_floats(evals))
-        if self.count and time.monotonic() >= self.due_at:
-            self.flush()
+        if self.previous and self.current >= self.previous and self._due():
+            self.flush()  # the current step has all its metrics: no need to wait for the next one
+
+    def _new_step(self, step: int | None, keys: Any) -> int | None:
+        """The step this call starts, None when it belongs to the current one."""
+        if step is not None:
+            return _whole(step) if _whole(step) != self.step else None
+        if keys and (self.step is None or self.current & keys):
+            return (self.step or 0) + 1
+        return None
+
+    def _due(self) -> bool:
+        # Written only at the end of a step, or a step's metrics would be split over two events.
+        return bool(self.count) and time.monotonic() >= self.due_at
 
     def flush(self) -> None:
-        """Write the pending training metrics as one `step` event (mean since the last, and their count)."""
-        if not self.count:
+        """Write the pending training metrics as one `step` event (means since the last, steps begun)."""
+        if not self.sums:
             return
         means = {k: _float(v) / self.counts[k] for k, v in self.sums.items()}
         self.writer.emit("step", **self._where(), **means, count=self.count)
