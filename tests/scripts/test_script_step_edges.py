@@ -37,3 +37,45 @@ def test_report_writes_a_step_whole_never_half_in_each_of_two_events(home: Path,
         assert event["loss"] == sum(reported) / len(reported) and event["lr"] == 0.5, event
         covered = event["step"]
     assert covered == 400
+
+
+TQDM_WRITE_SCRIPT = """
+import sys, time
+from tqdm import tqdm
+
+for epoch in range(2):
+    bar = tqdm(range(50), file=sys.stdout, mininterval=0.02)
+    for i in bar:
+        time.sleep(0.004)
+        bar.set_postfix(loss=round(1.0 / (epoch * 50 + i + 1), 5))
+        if i % 10 == 9:  # a message above the bar: the bar is cleared, the line printed, the bar redrawn
+            tqdm.write(f"saved a checkpoint at iteration {i + 1}", file=sys.stdout)
+    bar.close()
+"""
+
+KERAS_LIKE_SCRIPT = """
+for epoch in range(2):
+    for i in range(1, 51):  # a progress counter on a line of its own, as Keras prints when not on a tty
+        print(f"{i}/50 [{'=' * (i // 5)}>] - loss: {1.0 / (epoch * 50 + i)}", flush=True)
+"""
+
+
+def assert_counted_by_the_bar(steps: list[dict]) -> None:
+    """Step numbers rise, end at 100 after 2 x 50 iterations, and carry the loss the script shows there."""
+    numbers = [e["step"] for e in steps]
+    assert numbers == sorted(set(numbers)) and max(numbers) == 100 and 50 in numbers, numbers
+    for event in steps:  # the loss shown after n iterations: set in iteration n or n+1
+        shown = [1.0 / n for n in (event["step"], event["step"] + 1) if n]
+        assert min(abs(event["loss"] - value) for value in shown) < 1e-4, event
+
+
+def test_tqdm_write_between_states_does_not_start_a_new_bar(home: Path, tmp_path: Path) -> None:
+    steps = of_type(home, run_script(home, tmp_path, TQDM_WRITE_SCRIPT), "step")
+    assert 4 <= len(steps) <= 100
+    assert_counted_by_the_bar(steps)
+
+
+def test_progress_counters_on_lines_of_their_own_count_once(home: Path, tmp_path: Path) -> None:
+    steps = of_type(home, run_script(home, tmp_path, KERAS_LIKE_SCRIPT), "step")
+    assert [e["step"] for e in steps] == list(range(1, 101))
+    assert_counted_by_the_bar(steps)

@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from trainers.protocol import EventWriter
@@ -89,6 +90,19 @@ def _write_all(fd: int, data: bytes) -> None:
             return  # the log is gone (disk full, deleted): keep reading, or the script blocks
 
 
+@dataclass
+class Bar:
+    """A progress bar being drawn on one stream: the step before it, its total and the count last drawn."""
+
+    base: int
+    total: int
+    n: int
+
+    def goes_on(self, n: int, total: int) -> bool:
+        """Whether `n/total` is this bar drawn again (a new bar starts over, or has another total)."""
+        return total == self.total and n >= self.n
+
+
 class OutputEvents:
     """Turns the script's printed lines into events (thread-safe: both pumps call it)."""
 
@@ -102,7 +116,7 @@ class OutputEvents:
         self.watch = TracebackWatch()
         self.epoch: int | None = None
         self.step = 0
-        self.bases: dict[str, int] = {}  # per stream, the step before its current line (a bar counts on)
+        self.bars: dict[str, Bar] = {}  # per stream, the progress bar drawn last (its steps count on)
         self.emitted: int | None = None  # the step of the last step event
         self.states: dict[str, str] = {}  # per stream, the current line's last refreshed state
         self.best_val_acc: float | None = None
@@ -138,13 +152,11 @@ class OutputEvents:
         if "step" in parsed.context:
             self.step = parsed.context["step"]
         elif counter:  # a progress bar: its count within the bar, after the steps before the bar
-            self.step = self.bases.get(stream, 0) + int(counter["n"])
+            self.step = self._bar_step(stream, int(counter["n"]), int(counter["total"]))
             if self.step == self.emitted:
                 parsed.step.clear()  # the same state drawn again (tqdm's close redraws the last one)
         elif parsed.step:
             self.step += 1
-        if final:
-            self.bases[stream] = self.step
         if parsed.step:
             self.emitted = self.step
         where = {"step": self.step, **({"epoch": self.epoch} if self.epoch is not None else {})}
@@ -159,6 +171,15 @@ class OutputEvents:
             acc = parsed.eval.get("val_acc")
             if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
                 self.best_val_acc = acc
+
+    def _bar_step(self, stream: str, n: int, total: int) -> int:
+        # A bar is known by its counter, not by its line: a line printed between two of its states
+        # (tqdm.write) or a state on a line of its own (Keras, a log file) does not start a new bar.
+        bar = self.bars.get(stream)
+        if bar is None or not bar.goes_on(n, total):
+            bar = self.bars[stream] = Bar(base=self.step, total=total, n=n)
+        bar.n = n
+        return bar.base + n
 
     def _mem(self) -> dict[str, Any]:
         # Sampling the process tree costs a few ms: at most once a second.
