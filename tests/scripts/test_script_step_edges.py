@@ -4,9 +4,15 @@ and its value)."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 
 from script_helpers import cli, of_type
+
+from trainers.protocol import EventWriter
+from trainers.scripts.output import MAX_LINE, OutputEvents, Pump
 
 REPORT_SCRIPT = """
 import time
@@ -79,3 +85,35 @@ def test_progress_counters_on_lines_of_their_own_count_once(home: Path, tmp_path
     steps = of_type(home, run_script(home, tmp_path, KERAS_LIKE_SCRIPT), "step")
     assert [e["step"] for e in steps] == list(range(1, 101))
     assert_counted_by_the_bar(steps)
+
+
+def pump_through(tmp_path: Path, *writes: bytes) -> list[dict]:
+    """Write each chunk to a pipe read by a real Pump, a pause between them; the step events made."""
+    path = tmp_path / "events.jsonl"
+    read_fd, write_fd = os.pipe()
+    log = os.open(os.devnull, os.O_WRONLY)
+    pump = Pump(read_fd, log, OutputEvents(EventWriter(path, "r"), []).stdout)
+    pump.start()
+    for chunk in writes:
+        os.write(write_fd, chunk)
+        time.sleep(0.3)  # the pump reads what is there before the rest of the line arrives
+    os.close(write_fd)
+    pump.join(timeout=10)
+    os.close(log)
+    os.close(read_fd)
+    assert not pump.is_alive()
+    events = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [e for e in events if e["type"] == "step"]
+
+
+def test_a_long_line_keeps_its_first_part_and_each_key_with_its_value(tmp_path: Path) -> None:
+    head = b"acc: 0.75 " + b"x" * (MAX_LINE - 17) + b" loss: 0"
+    assert head[:MAX_LINE].endswith(b"loss: ")  # the limit falls between the key and its value
+    steps = pump_through(tmp_path, head, b".51234\n")
+    assert [{k: e[k] for k in ("acc", "loss") if k in e} for e in steps] == [{"acc": 0.75}, {"loss": 0.51234}]
+
+
+def test_a_long_line_of_numbers_is_never_cut_inside_one(tmp_path: Path) -> None:
+    head = b"0.25," * (MAX_LINE // 5) + b"loss=0.5"  # no whitespace anywhere; the limit falls in `loss`
+    steps = pump_through(tmp_path, head, b"1234,acc=0.9\n")
+    assert [(e["loss"], e["acc"]) for e in steps] == [(0.51234, 0.9)]

@@ -24,9 +24,12 @@ from .lines import compile_patterns, parse
 from .tracebacks import TracebackWatch
 
 CHUNK = 1 << 16
-#: A "line" longer than this without a newline is handed over as it is.
+#: A "line" longer than this without a newline is handed over in parts, each a line.
 MAX_LINE = 1 << 16
 LINE_END = re.compile(rb"[\r\n]")
+#: Where a key may begin (as `lines.KEY_VALUE` reads keys): a long line is cut before one.
+WORD_START = re.compile(rb"(?<![\w./-])[A-Za-z]")
+NUMBER_TAIL = b"0123456789.eE+-"
 #: tqdm's count in a progress bar: ` 25/50 [00:01<00:01, ...`.
 PROGRESS = re.compile(r"(?<![\d.])(?P<n>\d+)/(?P<total>\d+)\s*\[")
 #: Step events (printed metric lines) before the leak watch judges the script's memory.
@@ -38,7 +41,8 @@ class Pump(threading.Thread):
 
     A `\r` (tqdm's refresh) ends a state of the line, not the line: every state is handed over with
     `final` False, and the text before the `\n` with `final` True. A line longer than MAX_LINE is handed
-    over in parts cut at whitespace, never inside a number.
+    over in parts, each a line of its own, cut before a key, never between a key and its value or inside a
+    number.
     """
 
     def __init__(self, pipe_fd: int, log_fd: int, on_line: Callable[[str, bool], None]) -> None:
@@ -58,7 +62,7 @@ class Pump(threading.Thread):
             pending = pending[start:]
             while len(pending) > MAX_LINE:
                 cut = _cut(pending)
-                self._hand(pending[:cut], final=False)
+                self._hand(pending[:cut], final=True)  # a part, not a state: its metrics count
                 pending = pending[cut:]
         self._hand(pending, final=True)
 
@@ -68,10 +72,12 @@ class Pump(threading.Thread):
 
 
 def _cut(text: bytes) -> int:
-    """Where to cut a line longer than MAX_LINE: after its last whitespace before the limit (at the limit
-    when it has none there)."""
-    space = max(text.rfind(b" ", 0, MAX_LINE), text.rfind(b"\t", 0, MAX_LINE))
-    return space + 1 if space > 0 else MAX_LINE
+    """Where to cut a line longer than MAX_LINE: before the last key that begins before the limit; without
+    one, before the number the limit falls in; else at the limit."""
+    starts = [m.start() for m in WORD_START.finditer(text, 1, MAX_LINE)]
+    if starts:
+        return starts[-1]
+    return len(text[:MAX_LINE].rstrip(NUMBER_TAIL)) or MAX_LINE
 
 
 def _read(fd: int) -> bytes:
