@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -52,6 +53,9 @@ def ray_cluster() -> Iterator[dict[str, Any]]:
     temp = tempfile.mkdtemp(prefix="tcr", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    # Token auth, said to every process: left unset, `ray start --head` turns it on when ~/.ray/auth_token
+    # exists (any earlier local ray.init may have written it) while `ray start --address` does not.
+    env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
     starts = [
         [str(BIN / "ray"), "start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false",
