@@ -59,3 +59,16 @@ def frozen(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> nn
         for p in layer.parameters():
             p.requires_grad = False
     return model
+
+
+#: What `hoarder` keeps after its trial ends: a module-level cache, as user code does by mistake.
+HOARD: list[torch.Tensor] = []
+
+
+def hoarder(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> nn.Module:
+    """The demo's small_cnn, built by a factory that keeps 400 MB of tensors in a module-level list (a
+    Ray worker that runs the next trial still holds them)."""
+    from trainers.models import small_cnn
+
+    HOARD.append(torch.ones(100 << 20))  # 400 MB, touched: resident
+    return small_cnn(input_shape, num_classes)

@@ -134,6 +134,27 @@ def test_each_searcher_finishes_with_every_trial_reported(home: Path, example: s
     assert events[-1]["type"] == "finished" and events[-1]["best_trial"] in by_trial
 
 
+@pytest.mark.parametrize(("model", "warned"), [("model_families:hoarder", True), ("small_cnn", False)])
+def test_a_trial_that_keeps_its_memory_in_a_reused_worker_is_warned_about(
+        home: Path, monkeypatch: pytest.MonkeyPatch, model: str, warned: bool) -> None:
+    # Three trials one after the other in one Ray worker (its first is not judged: it grows the worker
+    # once, by imports); `hoarder` keeps 400 MB in a module-level list each time.
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
+    run_id, out = tune("tune_digits_random_asha.toml", "tune.num_samples=3", "tune.max_t=1",
+                       "tune.max_concurrent=1", "tune.scheduler='none'", f"model.name='{model}'")
+    assert out.returncode == 0, out.stderr
+    events = logged(run_id)
+    results = [e for evs in trials(events).values() for e in evs if e["status"] == "running" and e["metrics"]]
+    assert len({e["trial_id"] for e in results}) == 3 and len({e["pid"] for e in results}) == 1  # reused
+    kept = [e for e in events if e["type"] == "warning" and e.get("code") == "trial_memory_kept"]
+    if warned:
+        assert len(kept) == 1 and kept[0]["number"] == 2 and kept[0]["next_number"] == 3, kept
+        assert 380 << 20 <= kept[0]["kept_rss"] < 600 << 20 and "did not give its memory back" in \
+            kept[0]["message"] and "reuse_actors" in kept[0]["hint"], kept
+    else:  # the worker gave the first trial's memory back (gc and malloc_trim), no false alarm
+        assert kept == []
+
+
 def tree(pid: int) -> dict[int, str]:
     """A process and all its descendants: pid → name."""
     root = psutil.Process(pid)

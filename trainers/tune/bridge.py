@@ -15,7 +15,7 @@ from ray import tune
 from ..protocol import Event, EventWriter, read_all, trial_stops_requested
 from ..protocol.tune_config import plain, short_names
 from ..troubles.explain import one_line
-from . import stopping
+from . import handover, stopping
 from .trial import METRIC_KEYS
 
 #: Ray's trial statuses in trial events (TERMINATED is refined by `ended_status`).
@@ -44,6 +44,7 @@ class TrialEvents(tune.Callback):
         self.max_t, self.asha = tune_cfg["max_t"], tune_cfg["scheduler"] == "asha"
         self.names = short_names(list(tune_cfg["space"]))
         self.seen: dict[str, str] = {}  # trial id → the last status written
+        self.handover = handover.Handover()  # did an ended trial give its worker's memory back?
         self._writer: EventWriter | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -63,13 +64,19 @@ class TrialEvents(tune.Callback):
     def on_trial_result(self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any],
                         **info: Any) -> None:
         self.write(trials, trial, "running", result)
+        kept = self.handover.result(trial.trial_id, _number(trials, trial), result)
+        if kept is not None:
+            self.writer().emit("warning", trial_id=trial.trial_id, **kept)
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.write(trials, trial, self.ended_status(trial))
+        status = self.ended_status(trial)
+        self.write(trials, trial, status)
+        self.handover.end(trial.trial_id, status)
 
     def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         cause, hint = error_cause(trial)
         self.write(trials, trial, "error", cause=cause, hint=hint)
+        self.handover.end(trial.trial_id, "error")
 
     def ended_status(self, trial: Any) -> str:
         """terminated (trained all its epochs), stopped (the console asked), or stopped_early (ASHA cut
@@ -95,9 +102,12 @@ class TrialEvents(tune.Callback):
             **{k: result[k] for k in ("node", "pid", "samples_per_s") if result.get(k)}, **extra,
         }
         self.seen[trial.trial_id] = status
+        self.writer().emit("trial", **fields)
+
+    def writer(self) -> EventWriter:
         if self._writer is None:
             self._writer = EventWriter(self.run_dir / "events.jsonl", self.run_id)
-        self._writer.emit("trial", **fields)
+        return self._writer
 
 
 def metrics(trial: Any, result: dict[str, Any]) -> dict[str, Any]:

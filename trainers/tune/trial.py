@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -73,8 +74,10 @@ class TrialReport:
     during that epoch's end; a stop's mid-epoch last.pt follows no `eval` and is no result.
     """
 
-    def __init__(self, files: TrialFiles, report: Callable[..., None] | None = None) -> None:
+    def __init__(self, files: TrialFiles, report: Callable[..., None] | None = None,
+                 start_mem: dict[str, int] | None = None) -> None:
         self.files, self.began = files, time.monotonic()
+        self.start_mem = start_mem or {}  # the worker's memory before this trial's model (see bridge)
         self.report = report or tune.report
         self.metrics: dict[str, Any] = {}
         self.mem: dict[str, Any] = {}
@@ -96,7 +99,8 @@ class TrialReport:
             self.evaluated = False
             checkpoint = tune.Checkpoint.from_directory(str(self.files.last_ckpt.parent))
             own = {"mem": self.mem, "pid": os.getpid(), "node": self.node,
-                   "samples_per_s": self.samples_per_s, "train_s": time.monotonic() - self.began}
+                   "samples_per_s": self.samples_per_s, "train_s": time.monotonic() - self.began,
+                   "start_mem": self.start_mem}
             self.report({**self.metrics, **own}, checkpoint=checkpoint)
 
 
@@ -113,6 +117,10 @@ def train_trial(sampled: dict[str, Any], tune_config: dict[str, Any], run_path: 
         failure = TrialFailed(why.cause, why.hint, traceback_tail(exc))
     finally:
         shutil.rmtree(files.path, ignore_errors=True)
+        if "torch" in sys.modules:  # a reused worker runs the next trial: this one's memory goes back
+            from ..troubles import memory_cap
+
+            memory_cap.give_back()
     if failure is not None:  # raised outside `except`: no chained exception that might not unpickle
         raise failure
 
@@ -133,7 +141,8 @@ def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: Tri
     from ..troubles import batch_finder, memory_cap
 
     memory_cap.lift()  # a reused worker: the previous trial's cap and CUDA cache go with it
-    report = TrialReport(files)  # its clock starts after the imports: train_s is the trial's own time
+    # Its clock starts after the imports (train_s is the trial's own time), its memory before the model.
+    report = TrialReport(files, start_mem=memory_cap.held())
     resume = resume_from(files)
     config = batch_finder.resolve(config, resume)  # batch_size = "auto": this trial's model and device
     loop.train(loop.make_strategy(config), config, files, report, stop, resume)
