@@ -89,3 +89,22 @@ def test_a_disk_that_stays_full_fails_the_run_naming_it_and_the_last_checkpoint_
     assert state["epoch"] >= 1 and "model" in state
     assert not list(run.path.rglob("*.tmp"))
     assert os.path.getsize(run.events) > 0
+
+
+def test_under_ddp_the_other_rank_waits_out_a_pause_longer_than_its_usual_collective_timeout(
+        small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rank 0 writes the checkpoints and events, so it is the one paused; rank 1 waits at its next
+    # collective. The ranks' usual timeout is shortened to 15 s, the disk stays full for 40 s.
+    monkeypatch.setenv("TRAINCONSOLE_DIST_TIMEOUT_S", "15")
+    config = make_config(data=CONFIG["data"], train={**CONFIG["train"], "epochs": 4},
+                         strategy={"name": "ddp", "devices": 2, "accelerator": "cpu"})
+    run = make_run(small_disk / "home", config)
+    proc = start(run)
+    wait_for(lambda: events(run, "checkpoint"), 180, "the first checkpoint")
+    filler = fill(small_disk)
+    wait_for(lambda: "disk_full" in [e["code"] for e in events(run, "warning")], 60, "the disk_full warning")
+    time.sleep(40)
+    assert proc.poll() is None  # paused, not dead
+    filler.unlink()
+    assert proc.wait(timeout=240) == 0, run.stderr.read_text()[-2000:]
+    assert run_status(run) == "finished" and [e["type"] for e in events(run)].count("eval") == 4

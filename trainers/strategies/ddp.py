@@ -33,7 +33,9 @@ from .rank_sync import RankSync
 from .rendezvous import rank_envs
 from .samplers import RankSampler
 
-TIMEOUT = timedelta(minutes=10)  # a rank that never shows up (other node not started) fails the run
+#: How long a rank waits for the others: to join (another node not started fails the run), and at a
+#: collective beyond a full-disk pause (`collective_timeout`). TRAINCONSOLE_DIST_TIMEOUT_S: tests shorten it.
+TIMEOUT = timedelta(seconds=float(os.environ.get("TRAINCONSOLE_DIST_TIMEOUT_S") or 600))
 
 
 class DistributedDataParallel(Strategy):
@@ -103,6 +105,8 @@ class DistributedDataParallel(Strategy):
         dist.init_process_group(self.backend, init_method="env://", rank=self.global_rank,
                                 world_size=self.world_size, timeout=TIMEOUT)
         group = dist.new_group(backend="gloo") if self.backend == "nccl" else None
+        for each in {None, group}:
+            set_timeout(collective_timeout(self.config), each)
         self.sync = RankSync(self.device, group)
         self.fail_at = fault_step(self.global_rank)
         if self.config["train"].get("batch_finder"):  # each node searched alone: all take the smallest
@@ -197,3 +201,17 @@ def fault_step(rank: int) -> int:
     if os.environ.get("TRAINCONSOLE_FAIL_RANK", "") != str(rank):
         return -1
     return int(os.environ.get("TRAINCONSOLE_FAIL_AT_STEP", "1"))
+
+
+def collective_timeout(config: Config) -> timedelta:
+    """How long a rank waits at a collective: while rank 0 is paused on a full disk (it writes the
+    checkpoints and events, `train.disk_full_wait_s` at most) the others wait at their next one, and
+    must not time out first (the run would end on a gloo/NCCL timeout instead of pausing)."""
+    return TIMEOUT + timedelta(seconds=config["train"]["disk_full_wait_s"])
+
+
+def set_timeout(timeout: timedelta, group: Any) -> None:
+    """`dist.set_timeout` where torch has it, `_set_pg_timeout` (its earlier, private name) before."""
+    setter = getattr(dist, "set_timeout", None) or getattr(dist.distributed_c10d, "_set_pg_timeout", None)
+    if setter is not None:
+        setter(timeout, group)
