@@ -19,6 +19,7 @@ from typing import Any
 
 from trainers import protocol
 from trainers.protocol import Config, Event, RunDir, processes
+from trainers.protocol.events import RESERVE
 from trainers.signals import held_stops
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
@@ -158,6 +159,8 @@ def kill(run: RunDir) -> list[int]:
         if not survivors and (was in ("running", "queued") or (was == "lost" and procs)):
             protocol.EventWriter(run.events, run.id).emit("killed", pids=sorted(p.pid for p in procs))
             run.update_info(ended_at=time.time())
+        if not survivors:  # the trainer's disk ballast, which only it would have removed
+            (run.path / RESERVE).unlink(missing_ok=True)
     return [p.pid for p in survivors]
 
 

@@ -114,6 +114,7 @@ def test_kill_removes_every_process_within_3s(home: Path, tmp_path: Path) -> Non
     leader = psutil.Process(info["pid"])
     family = [leader, *leader.children(recursive=True)]
     assert len(family) >= 3  # the trainer and its two DataLoader workers
+    assert (home / "runs" / run_id / ".reserve").exists()
     began = time.monotonic()
     out = cli("kill", run_id)
     assert out.returncode == 0, out.stderr
@@ -121,6 +122,7 @@ def test_kill_removes_every_process_within_3s(home: Path, tmp_path: Path) -> Non
     assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert ls()[run_id]["status"] == "killed"
     assert events(home, run_id)[-1]["type"] == "killed"
+    assert not (home / "runs" / run_id / ".reserve").exists()  # the trainer's disk ballast goes too
 
 
 def test_stop_checkpoints_and_resume_continues(home: Path) -> None:

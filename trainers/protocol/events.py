@@ -45,6 +45,10 @@ def make_event(run_id: str, kind: str, **fields: Any) -> Event:
     return {"v": SCHEMA_VERSION, "t": round(time.time(), 3), "run": run_id, "type": kind, **fields}
 
 
+#: The ballast file beside the events (see EventWriter); a killed run's is removed by `kill`.
+RESERVE = ".reserve"
+
+
 class EventWriter:
     """Appends events to one run's log; safe to use from several processes at once.
 
@@ -63,7 +67,7 @@ class EventWriter:
         self._torn = False  # a short write left part of a line: end it with a newline before the next
         self.full_since: float | None = None
         self._reserve_bytes = reserve_bytes
-        self._reserve = os.path.join(os.path.dirname(self.path), ".reserve")
+        self._reserve = os.path.join(os.path.dirname(self.path), RESERVE)
         if reserve_bytes:
             self._make_reserve()
 
