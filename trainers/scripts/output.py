@@ -32,6 +32,8 @@ WORD_START = re.compile(rb"(?<![\w./-])[A-Za-z]")
 NUMBER_TAIL = b"0123456789.eE+-"
 #: tqdm's count in a progress bar: ` 25/50 [00:01<00:01, ...`.
 PROGRESS = re.compile(r"(?<![\d.])(?P<n>\d+)/(?P<total>\d+)\s*\[")
+#: An outer bar counting epochs (`epoch 1/3 [`, `Epochs:  33%|###  | 1/3 [`).
+EPOCH_BAR = re.compile(r"\bepochs?\b", re.IGNORECASE)
 #: Step events (printed metric lines) before the leak watch judges the script's memory.
 LEAK_WARMUP_STEPS = 10
 
@@ -122,7 +124,8 @@ class OutputEvents:
         self.watch = TracebackWatch()
         self.epoch: int | None = None
         self.step = 0
-        self.bars: dict[str, Bar] = {}  # per stream, the progress bar drawn last (its steps count on)
+        self.bars: dict[tuple[str, int], Bar] = {}  # per stream and total, a progress bar's count
+        self.metric_bars: dict[str, int] = {}  # per stream, the total of the bar that shows metrics
         self.emitted: int | None = None  # the step of the last step event
         self.states: dict[str, str] = {}  # per stream, the current line's last refreshed state
         self.best_val_acc: float | None = None
@@ -157,6 +160,8 @@ class OutputEvents:
         self.epoch = parsed.context.get("epoch", self.epoch)
         if "step" in parsed.context:
             self.step = parsed.context["step"]
+        elif counter and self._outer(stream, line, int(counter["total"]), bool(parsed.step)):
+            self._outer_bar(line, int(counter["n"]), int(counter["total"]))
         elif counter:  # a progress bar: its count within the bar, after the steps before the bar
             self.step = self._bar_step(stream, int(counter["n"]), int(counter["total"]))
             if self.step == self.emitted:
@@ -178,12 +183,25 @@ class OutputEvents:
             if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
                 self.best_val_acc = acc
 
+    def _outer(self, stream: str, line: str, total: int, shows_metrics: bool) -> bool:
+        """Whether a counter is an outer bar of nested ones (`for epoch in tqdm(...)` around a bar of the
+        batches): one without metrics that counts epochs, or while another bar of the stream shows the
+        metrics. It does not move the step (the inner bar's count goes on across epochs)."""
+        if shows_metrics:
+            self.metric_bars[stream] = total
+            return False
+        return bool(EPOCH_BAR.search(line)) or self.metric_bars.get(stream, total) != total
+
+    def _outer_bar(self, line: str, n: int, total: int) -> None:
+        if EPOCH_BAR.search(line):  # "epochs: 1/3": one epoch done, the second under way
+            self.epoch = min(n + 1, total)
+
     def _bar_step(self, stream: str, n: int, total: int) -> int:
         # A bar is known by its counter, not by its line: a line printed between two of its states
         # (tqdm.write) or a state on a line of its own (Keras, a log file) does not start a new bar.
-        bar = self.bars.get(stream)
+        bar = self.bars.get((stream, total))
         if bar is None or not bar.goes_on(n, total):
-            bar = self.bars[stream] = Bar(base=self.step, total=total, n=n)
+            bar = self.bars[(stream, total)] = Bar(base=self.step, total=total, n=n)
         bar.n = n
         return bar.base + n
 
