@@ -57,7 +57,7 @@ def test_a_tqdm_bar_counts_its_iterations_not_its_refreshes(home: Path, tmp_path
     assert max(numbers) == 100 and 50 in numbers  # the first bar ends at its 50th iteration
     for event in steps:  # the loss the bar shows after n iterations: the script's, set in iteration n or n+1
         shown = [1.0 / n for n in (event["step"], event["step"] + 1) if n]
-        assert min(abs(event["loss"] - value) for value in shown) < 1e-4, event
+        assert min(abs(event["loss"] - value) / value for value in shown) < 5e-3, event  # 3 digits shown
     evals = of_type(home, run_id, "eval")
     assert [(e["step"], e["val_loss"]) for e in evals] == [(50, 0.5), (100, 0.4)]
 
