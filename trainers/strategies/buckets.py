@@ -18,7 +18,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+from torch._utils import _unflatten_dense_tensors
 
 BUCKET_BYTES = 25 << 20  # DDP's default bucket_cap_mb
 
@@ -39,6 +39,12 @@ class GradientBuckets:
             self.buckets[-1].append(p)
             size += nbytes
         self.bucket_of = {id(p): k for k, bucket in enumerate(self.buckets) for p in bucket}
+        # One flat buffer per bucket, kept: a fresh one each step cost an allocation (and, on a CPU, the
+        # page faults of a new mapping) per bucket per step.
+        self.flats = [torch.empty(sum(p.numel() for p in b), dtype=b[0].dtype, device=b[0].device)
+                      for b in self.buckets]
+        self.views = [_unflatten_dense_tensors(flat, bucket) for flat, bucket in zip(self.flats, self.buckets,
+                                                                                    strict=True)]
         self.armed = False
         self._reset()
         self.handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
@@ -60,9 +66,9 @@ class GradientBuckets:
     def apply(self) -> None:
         """Put the averaged gradients into `.grad` (after `finish`, when no rank failed)."""
         with torch.no_grad():
-            for bucket, flat in zip(self.buckets, self.flats, strict=True):
+            for bucket, flat, views in zip(self.buckets, self.flats, self.views, strict=True):
                 flat /= self.world_size
-                for p, g in zip(bucket, _unflatten_dense_tensors(flat, bucket), strict=True):
+                for p, g in zip(bucket, views, strict=True):
                     if p.grad is None:
                         p.grad = g.clone()
                     else:
@@ -73,7 +79,6 @@ class GradientBuckets:
         self.ready: list[set[int]] = [set() for _ in self.buckets]
         self.started = 0
         self.works: list[Any] = []
-        self.flats: list[torch.Tensor] = []
 
     def _ready(self, p: nn.Parameter) -> None:
         if not self.armed:
@@ -84,8 +89,15 @@ class GradientBuckets:
             self._start(self.started, zeros=False)
 
     def _start(self, k: int, zeros: bool) -> None:
-        grads = [torch.zeros_like(p) if zeros or p.grad is None else p.grad for p in self.buckets[k]]
-        flat = _flatten_dense_tensors(grads).detach()
-        self.flats.append(flat)
+        flat = self.flats[k]
+        with torch.no_grad():
+            if zeros:
+                flat.zero_()
+            else:
+                for p, view in zip(self.buckets[k], self.views[k], strict=True):
+                    if p.grad is None:
+                        view.zero_()
+                    else:
+                        view.copy_(p.grad)
         self.works.append(dist.all_reduce(flat, group=self.group, async_op=True))
         self.started += 1
