@@ -122,6 +122,8 @@ class Stepper:
 
     def _attempt(self, x: torch.Tensor, y: torch.Tensor, step: int) -> torch.Tensor | Failure | None:
         self.optimizer.zero_grad(set_to_none=True)
+        if self.buckets is not None:
+            self.buckets.attach()  # gradients accumulate into the buckets
         if self.own_sync:
             self.strategy.sync_buffers(self.plain)
         saved = [b.clone() for b in self.statistics] if self.recover else []

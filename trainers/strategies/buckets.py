@@ -49,6 +49,17 @@ class GradientBuckets:
         self._reset()
         self.handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
 
+    def attach(self) -> None:
+        """Zeroed bucket views as the parameters' `.grad`, at the start of an attempt (after
+        `zero_grad(set_to_none=True)`): backward accumulates straight into the buckets, as DDP's
+        `gradient_as_bucket_view` does, so no gradient is copied in or out, nor allocated."""
+        with torch.no_grad():
+            for flat in self.flats:
+                flat.zero_()
+        for bucket, views in zip(self.buckets, self.views, strict=True):
+            for p, view in zip(bucket, views, strict=True):
+                p.grad = view
+
     def arm(self) -> None:
         """The next backward is the step's last: start each bucket's all-reduce as soon as it is ready."""
         self._reset()
@@ -69,6 +80,8 @@ class GradientBuckets:
             for bucket, flat, views in zip(self.buckets, self.flats, self.views, strict=True):
                 flat /= self.world_size
                 for p, g in zip(bucket, views, strict=True):
+                    if _same(p.grad, g):
+                        continue  # attached: the average is already in place
                     if p.grad is None:
                         p.grad = g.clone()
                     else:
@@ -97,7 +110,12 @@ class GradientBuckets:
                 for p, view in zip(self.buckets[k], self.views[k], strict=True):
                     if p.grad is None:
                         view.zero_()
-                    else:
+                    elif not _same(p.grad, view):
                         view.copy_(p.grad)
         self.works.append(dist.all_reduce(flat, group=self.group, async_op=True))
         self.started += 1
+
+
+def _same(grad: torch.Tensor | None, view: torch.Tensor) -> bool:
+    """Whether `grad` is the bucket's view itself (backward accumulated into it in place)."""
+    return grad is not None and grad.data_ptr() == view.data_ptr() and grad.shape == view.shape
