@@ -1,4 +1,5 @@
-"""`trainconsole`: the Textual console. Wires the screen, the keys, the tailer thread and the workers.
+"""`trainconsole`: the Textual console. Wires the screens, the global keys, the tailer thread, the device
+sampler and the board; the dashboard screen owns its keys and draws itself.
 
 Never imports torch, torchvision or ray (runs are separate, detached processes), so it opens at once.
 """
@@ -10,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,16 +21,13 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import hangup
-from console.compare_actions import CompareActions
-from console.core.state import RANKINGS, Board
-from console.frames import Frames
-from console.run_actions import RunActions
+from console.core.state import Board
 from console.screens.start_screen import StartScreen
-from console.services.tailer import Tailer
-from console.view_actions import ViewActions
+from console.services.tailer import RunsRead, Tailer
 from trainers import protocol
 
 if TYPE_CHECKING:
+    from console.control import Control
     from console.screens.main_screen import MainScreen
     from console.services import gpu
 
@@ -36,28 +35,15 @@ DEVICES_S = 0.5  # NVML at 2 Hz
 DEMO = Path("examples/digits.toml")
 
 
-class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
+class TrainConsole(App[None]):
     """Set up, launch, watch, stop and kill training runs."""
 
     CSS_PATH = "app.tcss"
     ENABLE_COMMAND_PALETTE = False
     TITLE = "trainconsole"
     BINDINGS = [
-        Binding("l,f5", "launch", "Launch"),
-        Binding("s", "stop", "Stop"),
-        Binding("k", "kill", "Kill"),
-        Binding("r", "resume", "Resume"),
-        Binding("x", "stop_trial", "Stop trial", tooltip="Stop the selected trial (the search goes on)"),
-        Binding("t", "train_trial", "Train", tooltip="Train the selected (else best) trial's config"),
-        Binding("space", "mark", "Overlay"),
-        Binding("c", "compare", "Compare", tooltip="Compare the overlaid runs: what differs, results, cost"),
-        Binding("h", "weights", "Weights", tooltip="The selected run's weight histograms by epoch (h: back)"),
-        Binding("right_square_bracket", "layer(1)", "Layer", key_display="[ ]",
-                tooltip="Weights: ] the next layer, [ the one before"),
-        Binding("left_square_bracket", "layer(-1)", "Weights: the layer before", key_display="[", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
-        Binding("b", "rank", "Sort: newest / best val acc", show=False),
     ]
 
     def __init__(self, home: Path | None = None, sampler: gpu.Sampler | None = None,
@@ -71,23 +57,19 @@ class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
         self.board = Board()  # the app's own: the tailer thread hands it updates in RunsRead messages
         self.tailer = Tailer(self.home, self.post_message, on_error=self._tailer_failed)
         self.loaded = False  # every run's history has been read and taken into the board
-        self._leaders: dict[str, tuple[int | None, float | None]] = {}  # handed to the device sampler
-        self.selected: str | None = None
-        self.marked: list[str] = []
-        self.ranking = RANKINGS[0]
-        self.weights_on = False  # h: the weights view in the plot's place
-        self.layer: str | None = None  # the layer the weights view shows
+        self.leaders: dict[str, tuple[int | None, float | None]] = {}  # handed to the device sampler
         self.config_path = str(config_path or DEMO)
-        self._force: set[str] = {"*"}
-        self._frame_timer: object | None = None
-        self._last_frame = self._plot_next = 0.0
-        self._plot_scheduled = False
-        self._select_next: str | None = None
-        self._labels: dict[str, str] = {}
         self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
         self.goodbye = ""
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
+
+    @cached_property
+    def control(self) -> Control:
+        """The control layer every key acts through (imported after the first frame)."""
+        from console.control import Control
+
+        return Control(self.home)
 
     def get_default_screen(self) -> StartScreen:
         """The first frame: the runs pane and the keys, as cheap as a minimal app (the dashboard follows)."""
@@ -101,13 +83,14 @@ class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
             config, source = protocol.load(self.config_path), self.config_path
         except protocol.ConfigError:
             config, source = protocol.defaults(), "built-in defaults (the digits demo)"
-        self.add_mode("dashboard", lambda: MainScreen(config, source, self.config_path))
+        self.add_mode("dashboard", lambda: MainScreen(config, source, self.config_path, self.board,
+                                                      self.control, self.clock))
         await self.switch_mode("dashboard")  # its own screen stack: dialogs go over the dashboard
         self.dashboard = True
         self.refresh_bindings()
         self.tailer.start()  # reading runs and sampling devices wait too: the first frame has the CPU
         self.sample_devices()
-        self._redraw_selection()
+        self.main.frames.redraw()
 
     @property
     def main(self) -> MainScreen:
@@ -130,7 +113,29 @@ class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
         except RuntimeError:  # the app is closing
             pass
 
-    # -- devices ------------------------------------------------------------------------------------
+    # -- the board ------------------------------------------------------------------------------------
+
+    def on_runs_read(self, message: RunsRead) -> None:
+        """The tailer read something: take it into the board, let it read on, draw it in the next frame."""
+        for update in message.updates.values():
+            self.board.take(update)
+        self.tailer.taken()
+        self.loaded = self.loaded or message.loaded
+        live = [r for r in self.board.runs.values() if r.status == "running"]
+        self.leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
+        self._board_changed()
+
+    def _tick(self) -> None:
+        for run in self.board.runs.values():
+            if run.status == "running":
+                self.board.mark(run.id)  # elapsed time moves on
+        self._board_changed()
+
+    def _board_changed(self) -> None:
+        if self.dashboard and self.screen_stack:
+            self.main.frames.schedule()
+
+    # -- devices --------------------------------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="devices", exit_on_error=False)
     def sample_devices(self) -> None:
@@ -141,7 +146,7 @@ class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
         sampler = self.sampler = self.sampler or gpu.NvmlSampler(self.home)
         while not (worker.is_cancelled or self._stopping.is_set()):
             try:
-                devices = sampler.sample(gpu.families(self._leaders))
+                devices = sampler.sample(gpu.families(self.leaders))
             except Exception as e:  # a sampler failure is shown in the pane; sampling goes on
                 devices = gpu.Devices(note=f"device sampling failed: {type(e).__name__}: {e}")
             if worker.is_cancelled or self._stopping.is_set():
@@ -152,14 +157,25 @@ class TrainConsole(RunActions, CompareActions, ViewActions, Frames, App[None]):
     def _show_devices(self, devices: gpu.Devices) -> None:
         self.devices = devices
         if self.screen_stack and self.dashboard:
-            self.main.show_devices(devices, self._labels)
+            self.main.show_devices()
 
-    # -- actions ------------------------------------------------------------------------------------
+    # -- global keys ----------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`?` waits (dimmed) for the dashboard; `q` always works."""
+        return None if action == "help" and not self.dashboard else True
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed action is shown, never fatal."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.notify(f"{event.worker.name}: {event.worker.error}", severity="error", timeout=8)
+
+    def action_help(self) -> None:
+        """Every key and what it does."""
+        from console.screens.help_screen import HelpScreen
+        from console.screens.keys import help_keys
+
+        self.push_screen(HelpScreen.of(help_keys(self.BINDINGS)))  # type: ignore[arg-type]
 
     async def action_quit(self) -> None:
         """Quit; the runs keep going."""

@@ -17,8 +17,8 @@ from . import run_options
 if TYPE_CHECKING:
     from trainers.protocol.tune_config import load_tune
 
+    from .control import Control
     from .core import render
-    from .services import runs, script_runs
 
 USAGE_ERROR = 2
 
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, os.getcwd())
     try:
         return COMMANDS[args.command](args)
-    except protocol.ConfigError as e:
+    except (protocol.ConfigError, Refused) as e:
         fail(str(e))
     except KeyboardInterrupt:
         print("\ninterrupted; runs keep going in the background", file=sys.stderr)
@@ -96,11 +96,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _import_commands() -> None:
     """The headless commands' modules (psutil, subprocess, the tune schema), imported only when a command
     runs: the console's first frame waits for none of them."""
-    global load_tune, render, runs, script_runs
+    global load_tune, render, Control, Refused
     from trainers.protocol.tune_config import load_tune
 
+    from .control import Control, Refused
     from .core import render
-    from .services import runs, script_runs
+
+
+def control() -> Control:
+    """The control layer for this command: every action on a run goes through it."""
+    return Control(protocol.home())
 
 
 def open_console() -> int:
@@ -113,14 +118,11 @@ def open_console() -> int:
     return 0
 
 
-def cmd_run(args: argparse.Namespace, kind: str = "train") -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     """`run CONFIG [--set ...] [--wait]` or `run --script PATH [-- ARGS]`: print the new run's id; with
     --wait, follow it to the end."""
-    if kind == "train":
-        config, kind = run_options.config_for(args)
-    else:
-        config = protocol.load(args.config, args.set)
-    run = script_runs.start(config, name=args.name, kind=kind)
+    config, _ = run_options.config_for(args)
+    run = control().launch(config, name=args.name)
     print(run.id, flush=True)
     return follow(run) if args.wait else 0
 
@@ -128,7 +130,7 @@ def cmd_run(args: argparse.Namespace, kind: str = "train") -> int:
 def follow(run: protocol.RunDir) -> int:
     """`--wait`: show the run's progress until it ends; 0 only if it finished."""
     progress = render.Progress(sys.stderr)
-    state = runs.wait(run, on_event=progress.show)
+    state = control().wait(run, on_event=progress.show)
     progress.close(state)
     return 0 if state == "finished" else 1
 
@@ -137,16 +139,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """`tune CONFIG [--set ...] [--ray-address ADDR] [--wait]`: start a search (checked before Ray starts,
     nothing created when it is invalid); print its run id."""
     sets = args.set + ([f"tune.ray_address={json.dumps(args.ray_address)}"] if args.ray_address else [])
-    config = load_tune(args.config, sets)
-    name = args.name or f"tune-{config['model']['name']}-{config['data']['name']}"
-    run = runs.launch(config, name=name, kind="tune")
+    run = control().launch(load_tune(args.config, sets), name=args.name)
     print(run.id, flush=True)
     return follow(run) if args.wait else 0
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
     """`ls [--json]`: every run with its status and latest metrics."""
-    rows = [runs.summary(run) for run in runs.all_runs()]
+    door = control()
+    rows = [door.summary(run) for run in door.all_runs()]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -155,7 +156,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 
 
 def _run(run_id: str) -> protocol.RunDir:
-    run = runs.find(run_id)
+    run = control().find(run_id)
     if run is None:
         fail(f"id: no run matches {run_id!r} (see trainconsole ls)")
     return run
@@ -164,10 +165,11 @@ def _run(run_id: str) -> protocol.RunDir:
 def cmd_stop(args: argparse.Namespace) -> int:
     """`stop ID`: ask the run to checkpoint and stop; kill it if it does not within the grace period."""
     run = _run(args.id)
-    before = runs.status(run)
+    door = control()
+    before = door.status(run)
     if not args.grace >= 0:
         fail(f"--grace: must be a number of seconds >= 0 (got {args.grace})")
-    state = runs.stop(run, grace=args.grace)
+    state = door.stop(run, grace=args.grace)
     print(f"{run.id} {state}" + ("" if before == "running" else " (was not running)"))
     return 0
 
@@ -175,11 +177,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_kill(args: argparse.Namespace) -> int:
     """`kill ID`: SIGKILL the run and every process it started."""
     run = _run(args.id)
-    survivors = runs.kill(run)
+    door = control()
+    survivors = door.kill(run)
     if survivors:
         print(f"trainconsole: could not kill pids {survivors}", file=sys.stderr)
         return 1
-    print(f"{run.id} {runs.status(run)}")
+    print(f"{run.id} {door.status(run)}")
     return 0
 
 
@@ -187,7 +190,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """`resume ID`: continue a run that ended from its last checkpoint."""
     run = _run(args.id)
     try:
-        runs.resume(run)
+        control().resume(run)
     except protocol.RunBusy as e:
         fail(str(e))
     except FileNotFoundError as e:
@@ -203,7 +206,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     show = (lambda line: line.decode(errors="replace")) if args.json else render.event_line
     while True:
         # Look at the status before reading, so that the events written as the run ends still print.
-        more = args.follow and runs.status(run) in ("running", "queued")
+        more = args.follow and control().status(run) in ("running", "queued")
         for line in reader.read_lines():
             print(show(line), flush=True)
         if not more:

@@ -8,6 +8,8 @@ makes a run of kind `script`; `--queue`, `--min-free-mb` and `--devices` work fo
 from __future__ import annotations
 
 import argparse
+import os
+import tomllib
 from typing import Any
 
 from trainers import protocol
@@ -38,9 +40,7 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
     if args.script is not None or (raw.get("script") or {}).get("path"):
         script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
                   "patterns": args.pattern, "tensorboard": args.tensorboard}
-        from .services import script_runs
-
-        return script_runs.script_config(args.config, args.set, script, strategy), "script"
+        return script_config(args.config, args.set, script, strategy), "script"
     for flag in ("nproc", "pattern", "tensorboard"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag}", "only goes with --script PATH")
@@ -53,7 +53,34 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
 
 
 def _strategy(args: argparse.Namespace) -> dict[str, Any]:
-    from .services import script_runs
-
-    devices = script_runs.devices_arg(args.devices) if args.devices is not None else None
+    devices = devices_arg(args.devices) if args.devices is not None else None
     return {"queue": True if args.queue else None, "min_free_mb": args.min_free_mb, "devices": devices}
+
+
+def script_config(config_path: str | None, sets: list[str], script: dict[str, Any],
+                  strategy: dict[str, Any]) -> Config:
+    """A validated config for a script run: the file (if any), `--set`s, then the command line's values."""
+    raw = protocol.config.read(config_path) if config_path else {}
+    for item in sets:
+        protocol.apply_override(raw, item)
+    section = raw.setdefault("script", {})
+    if not isinstance(section, dict):
+        raise ConfigError("script", "must be a table")
+    section.update({k: v for k, v in script.items() if v is not None})
+    if section.get("path"):
+        section["path"] = os.path.abspath(os.path.expanduser(section["path"]))
+    raw.setdefault("strategy", {}).update({k: v for k, v in strategy.items() if v is not None})
+    if not raw["script"].get("path"):
+        raise ConfigError("--script", "is required: the path of a training script")
+    return protocol.validate(raw)
+
+
+def devices_arg(text: str) -> Any:
+    """`--devices`: auto, a count, or GPU indices (`0,1` or `[0, 1]`); validated with the config."""
+    text = text.strip()
+    if "," in text and not text.startswith("["):
+        text = f"[{text}]"
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text

@@ -9,6 +9,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+#: Keys the help screen lists that are no binding of ours (the runs table's and the form's own).
+OTHER_KEYS = [("↑ ↓ pgup pgdn", "Move the selection in the runs pane"),
+              ("enter", "In the runs pane: show the run's plot; in the form: launch")]
+
 
 class HelpScreen(ModalScreen[None]):
     """A table of keys and what they do; any of escape, ? or q closes it."""
@@ -18,6 +22,12 @@ class HelpScreen(ModalScreen[None]):
     def __init__(self, keys: list[tuple[str, str]]) -> None:
         super().__init__()
         self.keys = keys
+
+    @classmethod
+    def of(cls, bindings: list[Binding]) -> HelpScreen:
+        """The help for these bindings (each key as shown, its tooltip or description), then OTHER_KEYS."""
+        keys = [(b.key_display or b.key.replace(",", " "), b.tooltip or b.description) for b in bindings]
+        return cls(keys + OTHER_KEYS)
 
     def compose(self) -> ComposeResult:
         """The key table, with a line on what quitting does."""

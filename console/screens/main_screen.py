@@ -1,19 +1,31 @@
-"""The dashboard: setup, runs, plot, devices and log panes; side by side when wide, tabs when narrow."""
+"""The dashboard: setup, runs, plot, devices and log panes; side by side when wide, tabs when narrow.
+
+It owns its keys: the lifecycle keys act through the control layer (`RunCommands`, in thread workers),
+the view keys change its `Selection`, and its `Frames` draw the app's board onto it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Tab, Tabs
+from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
-from console.core.state import PlotLine, View
+from console.control import Control
+from console.core.leaderboard import Search, Trial, searched
+from console.core.selection import Selection
+from console.core.state import Board, PlotLine, View, weights_view
 from console.core.weights import Snapshot
+from console.screens.confirm_screen import ConfirmScreen
+from console.screens.frames import Frames
+from console.screens.keys import KEYS, PANE_KEYS, RANK
 from console.screens.path_screen import PathScreen
+from console.screens.run_commands import RunCommands
 from console.services.gpu import Devices
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.leaderboard import Leaderboard
@@ -30,25 +42,25 @@ PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 L
 WIDE = (100, 30)
 VERY_WIDE = 160
 
+#: The keys that fit some selections and not others (see `MainScreen.check_action`).
+SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare")
+
 
 class MainScreen(Screen[None]):
-    """Lays the panes out for the terminal's size and puts each frame's `View` into them."""
+    """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
+    that act on the runs shown."""
 
-    BINDINGS = [
-        Binding("n,5", "pane('setup')", "Setup pane (new run)", show=False),
-        Binding("1", "pane('runs')", "Runs pane", show=False),
-        Binding("2", "pane('plot')", "Plot pane", show=False),
-        Binding("3", "pane('devices')", "Devices pane", show=False),
-        Binding("4", "pane('log')", "Log pane", show=False),
-        Binding("o", "load", "Load a config TOML into the form", show=False),
-        Binding("w", "save", "Save the form as TOML", show=False),
-        Binding("escape", "pane('runs')", "Back to the runs pane", show=False),
-    ]
+    BINDINGS = [*KEYS, *PANE_KEYS, RANK]
 
-    def __init__(self, config: Config, source: str, path: str) -> None:
+    def __init__(self, config: Config, source: str, path: str, board: Board, control: Control,
+                 clock: Callable[[], float]) -> None:
         super().__init__()
         self.config, self.source, self.path = config, source, path
+        self.board, self.clock = board, clock  # the app's: the tailer's updates go into the board
         self.pane = "runs"
+        self.selection = Selection()
+        self.frames = Frames(self)
+        self.commands = RunCommands(self, control)
 
     def compose(self) -> ComposeResult:
         """The pane bar (narrow only), the panes, and the footer."""
@@ -167,11 +179,211 @@ class MainScreen(Screen[None]):
         if on:
             self.query_one(WeightHistogram).show(history, title, "this run has no weight histograms yet")
 
-    def show_devices(self, devices: Devices, labels: dict[str, str]) -> None:
-        """Draw a new device sample."""
-        self.query_one(GpuBars).show(devices, labels)
+    def show_devices(self) -> None:
+        """Draw the app's latest device sample (if any), with the runs' labels as the table shows them."""
+        devices: Devices | None = getattr(self.app, "devices", None)
+        if devices is not None:
+            self.query_one(GpuBars).show(devices, self.frames.labels)
 
     @property
     def plot_width(self) -> int:
         """Columns the plot has to draw in."""
         return self.query_one(LossPlot).size.width
+
+    # -- keys: which of them fit ----------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that fit the selection: x and t for a tune run; h (and space) for other runs; [ ] in the
+        weights view; c once two runs are marked. Before the first frame has selected a run, they show
+        dimmed, as on the first screen (which of them fit is not known yet)."""
+        if self.frames.keys_for is None and action in SELECTION_ACTIONS:
+            return None
+        tune, sel = self.selection.is_tune(self.board), self.selection
+        if action in ("stop_trial", "train_trial"):
+            return tune
+        if action == "weights":  # a tune run's plot is its trials' curves
+            return not tune
+        if action == "mark":  # overlaid runs are drawn on the loss plot, not in the weights view
+            return not (tune or sel.weights_on)
+        if action == "layer":
+            return sel.weights_on and not tune
+        if action == "compare":  # shown once two runs are marked (space)
+            return len(sel.compared(self.board)) >= 2
+        return True
+
+    # -- keys that act on runs (through the control layer) --------------------------------------------
+
+    def action_launch(self) -> None:
+        """Launch the form's config as a new run."""
+        form = self.query_one(RunForm)
+        config = form.check()
+        if config is None:
+            self.notify("the config has a problem: see the setup pane", severity="error")
+            self.show_pane("setup")
+            bad = form.first_error()
+            if bad is not None:
+                bad.focus()
+            return
+        self.commands.launch(config)
+
+    def on_run_form_submitted(self, event: RunForm.Submitted) -> None:
+        """Enter in the form launches."""
+        self.commands.launch(event.config)
+
+    def launched(self, run_id: str) -> None:
+        """A run was launched here: say so and select it once its row is drawn."""
+        self.notify(f"launched {run_id}")
+        self.frames.select_next = run_id
+        self.show_pane("runs")
+        self.app.tailer.poke()  # type: ignore[attr-defined]
+
+    def done(self, message: str, severity: str = "information") -> None:
+        """An action ended: say how, and read the runs at once."""
+        self.notify(message, severity=severity)  # type: ignore[arg-type]
+        self.app.tailer.poke()  # type: ignore[attr-defined]
+
+    def _cursor_run(self) -> str | None:
+        # The cursor, not the selection: its RowHighlighted message may still be queued behind this key.
+        return self.query_one(RunsTable).selected_id or self.selection.selected
+
+    def _selected_run(self) -> protocol.RunDir | None:
+        self.selection.selected = self._cursor_run()
+        if self.selection.selected is None:
+            self.notify("no run selected", severity="warning")
+            return None
+        return self.commands.control.run(self.selection.selected)
+
+    def action_stop(self) -> None:
+        """Ask the selected run to checkpoint and stop."""
+        run = self._selected_run()
+        if run is not None:
+            self.notify(f"stopping {run.id}: it checkpoints, then exits")
+            self.commands.stop(run)
+
+    def action_kill(self) -> None:
+        """Kill the selected run and all its processes, after a confirm."""
+        run = self._selected_run()
+        if run is not None:
+            question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
+            self.app.push_screen(ConfirmScreen(question), lambda yes: yes and self.commands.kill(run))
+
+    def action_resume(self) -> None:
+        """Start the selected run again from its last checkpoint."""
+        run = self._selected_run()
+        if run is not None:
+            self.commands.resume(run)
+
+    def _selected_search(self) -> tuple[protocol.RunDir, Search] | None:
+        """The selected run and its trials, if it is a tune run (else a notice and None)."""
+        run = self._selected_run()
+        state = self.board.runs.get(run.id) if run is not None else None
+        if run is None or state is None or state.search is None or not state.search.trials:
+            self.notify("select a tune run with trials first", severity="warning")
+            return None
+        return run, state.search
+
+    def chosen_trial(self, search: Search) -> Trial | None:
+        """The trial under the leaderboard's cursor, else the search's best: what `t` trains."""
+        return search.trials.get(self.query_one(Leaderboard).selected_trial or "") or search.leader()
+
+    def action_stop_trial(self) -> None:
+        """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
+        found = self._selected_search()
+        trial_id = self.query_one(Leaderboard).selected_trial if found else None
+        if found is None or trial_id is None:
+            return
+        self.commands.control.stop_trial(found[0], trial_id)
+        self.notify(f"asked trial #{found[1].trials[trial_id].number} to stop; the search goes on")
+
+    def action_train_trial(self) -> None:
+        """Train the selected trial's config (or the best trial's) as a full run."""
+        found = self._selected_search()
+        trial = self.chosen_trial(found[1]) if found else None
+        if found is None or trial is None:
+            return
+        self.notify(f"training trial #{trial.number}: {searched(trial.config)}")  # what `t` took, said first
+        self.commands.train_trial(found[0], trial.number, dict(trial.config))
+
+    # -- keys that change what is shown ---------------------------------------------------------------
+
+    def action_mark(self) -> None:
+        """Overlay the selected run on the plot (or take it off)."""
+        self.selection.selected = self._cursor_run()
+        if self.selection.selected is None:
+            return
+        self.selection.toggle_mark(self.selection.selected)
+        self.refresh_bindings()  # c shows once two runs are marked
+        self.frames.redraw()
+
+    def action_weights(self) -> None:
+        """Show the selected run's weight histograms in the plot's place, or the loss plot again."""
+        self.selection.weights_on = not self.selection.weights_on
+        self.refresh_bindings()  # [ and ] show only in the weights view
+        self.frames.redraw()
+        if self.narrow:
+            self.show_pane("plot")
+
+    def action_layer(self, move: int) -> None:
+        """The weights view: show the previous or next layer."""
+        sel = self.selection
+        _, _, sel.layer = weights_view(self.board, sel.selected, sel.layer, move)
+        self.frames.redraw()
+
+    def action_rank(self) -> None:
+        """Order runs newest first, or by best validation accuracy."""
+        self.notify(f"runs sorted by {self.selection.next_ranking()}")
+        self.frames.redraw()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The cursor moved: the plot, log and memory follow the selected run."""
+        run_id = event.row_key.value
+        if isinstance(event.data_table, RunsTable) and run_id != self.selection.selected:
+            self.selection.selected = run_id
+            if self.app.screen_stack:  # (a highlight can still arrive while the app closes down)
+                self.refresh_bindings()  # the trial keys show only for a tune run
+                self.frames.redraw()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a run: show its plot when panes are tabs."""
+        if isinstance(event.data_table, RunsTable) and self.narrow:
+            self.show_pane("plot")
+
+    # -- compare ----------------------------------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        """Compare the runs marked with space (two or more); its `e` fills the form from one of them."""
+        from console.core.compare import compare
+        from console.screens.compare_screen import CompareScreen
+
+        ids = self.selection.compared(self.board)
+        if len(ids) < 2:
+            self.notify("mark two or more runs with space first", severity="warning")
+            return
+        runs = [self.board.runs[i] for i in ids]
+        configs = [self._run_config(i) for i in ids]
+        self.app.push_screen(CompareScreen(compare(runs, configs, self.clock()), runs), self._edit)
+
+    def _run_config(self, run_id: str) -> dict[str, Any]:
+        try:
+            return protocol.config.read(self.commands.control.run(run_id).config)
+        except protocol.ConfigError:  # unreadable: the run is compared on its results alone
+            return {}
+
+    def _edit(self, choice: tuple[str, list[str]] | None) -> None:
+        """The compare view's `e`: the chosen run's config in the form, the differing keys highlighted."""
+        if choice is None:
+            return
+        run_id, differs = choice
+        path = self.commands.control.run(run_id).config
+        try:
+            tune = "tune" in protocol.config.read(path)
+            config = tune_config.load_tune(path) if tune else protocol.load(path)
+        except protocol.ConfigError as e:
+            self.notify(f"cannot edit {run_id}: {e}", severity="error", timeout=8)
+            return
+        form = self.query_one(RunForm)
+        form.load(config, f"run {run_id}: edit, then enter (or esc, l) launches")
+        shown = form.mark_differing(differs)
+        self.show_pane("setup")
+        if shown:
+            form.query_one(f"#{shown[0]}").focus()

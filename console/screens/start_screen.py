@@ -12,11 +12,18 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from console.screens.keys import KEYS
 from console.widgets.runs_table import RunsTable
 
 
 class StartScreen(Screen[None]):
-    """An empty runs pane and the footer's keys."""
+    """An empty runs pane and the footer's keys (dimmed: they act once the dashboard is up)."""
+
+    BINDINGS = KEYS
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Every dashboard key shows, dimmed, for the fraction of a second before the dashboard opens."""
+        return None
 
     def compose(self) -> ComposeResult:
         """The runs table (no rows yet) and the footer."""

@@ -201,6 +201,17 @@ class RunForm(VerticalScroll):
         """The first field with a problem, to focus it."""
         return next(iter(self.query("Input.-invalid").results(Input)), None)
 
+    def mark_differing(self, keys: list[str]) -> list[str]:
+        """Highlight the rows of these `section.key`s (the compare view's differing keys) and no others;
+        returns the ids of the fields highlighted (those the form has)."""
+        for row in self.query(".field"):
+            row.remove_class("-differs")
+        fields = [field_id(*key.split(".", 1)) for key in keys if "." in key]
+        shown = [f for f in fields if self.query(f"#row-{f}")]
+        for fid in shown:
+            self.query_one(f"#row-{fid}").add_class("-differs")
+        return shown
+
     def on_input_changed(self, event: Input.Changed) -> None:
         """Re-check on every edit."""
         event.stop()

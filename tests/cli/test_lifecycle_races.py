@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from console.services import runs
+from console.control import runs
 from trainers import protocol
 
 EXE = str(Path(sys.executable).parent / "trainconsole")

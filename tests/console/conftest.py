@@ -138,8 +138,8 @@ async def settle(pilot: Any, timeout: float = 10.0) -> None:
         assert time.monotonic() < deadline, "the console did not load the runs in time"
         await pilot.pause(0.05)
     await pilot.pause(0.05)
-    app.draw_frame()
-    app.draw_plot()
+    app.main.frames.draw_frame()
+    app.main.frames.draw_plot()
     await pilot.pause()
 
 
@@ -149,8 +149,8 @@ def after(*keys: str) -> Callable[[Any], Any]:
         await settle(pilot)
         await pilot.press(*keys)
         await pilot.pause()
-        pilot.app.draw_frame()
-        pilot.app.draw_plot()
+        pilot.app.main.frames.draw_frame()
+        pilot.app.main.frames.draw_plot()
         await pilot.pause()
 
     return run_before

@@ -11,8 +11,8 @@ from conftest import alive, demo_config, family, settle, until
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
 from console.app import TrainConsole
+from console.control import runs
 from console.screens.confirm_screen import ConfirmScreen
-from console.services import runs
 from console.services.gpu import SimulatedGpus
 from console.widgets.loss_plot import LossPlot
 from console.widgets.runs_table import RunsTable
@@ -50,11 +50,11 @@ async def test_l_launches_the_form_config_and_plots_its_loss(home: Path, tmp_pat
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("l")
-        run_id = await until(pilot, lambda: app.selected, 30, "the new run to be selected")
+        run_id = await until(pilot, lambda: app.main.selection.selected, 30, "the new run to be selected")
         await until(pilot, lambda: cell(app, run_id, "status") == "running", 30, "status running")
         await until(pilot, lambda: steps(app, run_id) >= 3, 60, "loss to be plotted")
-        app.draw_frame()
-        app.draw_plot()
+        app.main.frames.draw_frame()
+        app.main.frames.draw_plot()
         plotted = [line for line in app.main.query_one(LossPlot).lines if line.kind == "train"]
         assert plotted and plotted[0].run_id == run_id and len(plotted[0].xs) >= 3
         assert cell(app, run_id, "loss") != "-"

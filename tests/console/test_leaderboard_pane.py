@@ -96,10 +96,11 @@ async def test_rows_are_ranked_and_trial_keys_show_only_for_a_tune_run(running_s
         # the importance of lr and batch size over the three ended trials, computed off the UI thread
         await until(pilot, lambda: str(board.border_subtitle).startswith("importance: "))
         assert "lr " in str(board.border_subtitle) and "batch_size " in str(board.border_subtitle)
-        assert app.check_action("stop_trial", ()) is True
+        assert app.main.check_action("stop_trial", ()) is True
         await pilot.press("down")  # the train run: no trial keys
         await pilot.pause()
-        assert app.check_action("stop_trial", ()) is False and app.check_action("train_trial", ()) is False
+        main = app.main
+        assert main.check_action("stop_trial", ()) is False and main.check_action("train_trial", ()) is False
 
 
 async def test_x_asks_the_driver_to_stop_only_the_trial_under_the_cursor(running_search: Path) -> None:
@@ -125,7 +126,7 @@ async def test_t_on_a_finished_search_trains_the_best_config(finished_search: Pa
     config = protocol.load(run.config)
     assert (config["train"]["lr"], config["train"]["batch_size"]) == (0.0874, 32) and "tune" not in config
     assert json.loads(run.info_path.read_text())["kind"] == "train"
-    from console.services import runs
+    from console.control import runs
 
     assert runs.wait(run) == "finished"
     evals = [e for e in protocol.read_all(run.events) if e["type"] == "eval"]
@@ -133,7 +134,7 @@ async def test_t_on_a_finished_search_trains_the_best_config(finished_search: Pa
 
 
 async def test_the_setup_pane_loads_a_tune_toml_and_launches_a_search(running_search: Path) -> None:
-    from console.services import runs
+    from console.control import runs
     from console.widgets.run_form import RunForm
 
     app = make_app(running_search)
@@ -146,7 +147,7 @@ async def test_the_setup_pane_loads_a_tune_toml_and_launches_a_search(running_se
         config = form.check()
         assert config is not None and config["tune"]["search"] == "grid"
         before = {p.name for p in (running_search / "runs").iterdir()}
-        app.action_launch()
+        app.main.action_launch()
         new = await until(pilot, lambda: {p.name for p in (running_search / "runs").iterdir()} - before, 20,
                           "a tune run")
     run = protocol.RunDir(running_search / "runs" / new.pop())
@@ -176,7 +177,7 @@ async def test_the_cursor_rests_on_the_best_trial_of_a_live_search(tmp_path: Pat
                 log.write(json.dumps({"v": 1, "run": TUNE, **event}) + "\n")
         await until(pilot, lambda: len(board._rows) == 6, 20, "six trials")
         assert board.selected_trial == "ab12_00002" and board._rows[0][1][0] == "★"
-        assert app._chosen_trial(app.board.runs[TUNE].search).number == 2  # what `t` trains
+        assert app.main.chosen_trial(app.board.runs[TUNE].search).number == 2  # what `t` trains
         board.move_cursor(row=2)  # the user picks #5; a new result re-ranks the board
         await pilot.pause()
         with run.events.open("a") as log:

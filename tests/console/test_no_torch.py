@@ -21,7 +21,7 @@ async def main():
         await settle(pilot)
         for key in ("2", "3", "4", "5", "escape", "down", "space", "b", "question_mark", "escape", "k", "n"):
             await pilot.press(key)
-        app.draw_frame()
+        app.main.frames.draw_frame()
         await pilot.pause()
     heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "torchvision", "ray"))
     print(json.dumps({"heavy": heavy, "textual": "textual" in sys.modules, "runs": len(app.board.runs)}))

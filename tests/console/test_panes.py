@@ -13,6 +13,7 @@ from textual.widgets._footer import FooterKey
 
 from console.screens.help_screen import HelpScreen
 from console.screens.path_screen import PathScreen
+from console.screens.start_screen import StartScreen
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.loss_plot import LossPlot
 from console.widgets.run_log import RunLog
@@ -26,15 +27,15 @@ async def test_space_overlays_runs_on_the_plot(fixture_home: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await pilot.press("space", "down", "down")
-        app.draw_frame()
-        app.draw_plot()
+        app.main.frames.draw_frame()
+        app.main.frames.draw_plot()
         plot = app.main.query_one(LossPlot)
         assert {line.run_id for line in plot.lines} == {RUNNING, FINISHED}
         assert plot.lines[0].run_id == FINISHED  # the selected run first
         await pilot.press("up", "up", "space")  # back on the overlaid run: space takes it off
-        app.draw_frame()
-        app.draw_plot()
-        assert {line.run_id for line in plot.lines} == {RUNNING} and app.marked == []
+        app.main.frames.draw_frame()
+        app.main.frames.draw_plot()
+        assert {line.run_id for line in plot.lines} == {RUNNING} and app.main.selection.marked == []
 
 
 async def test_b_sorts_by_best_accuracy(fixture_home: Path) -> None:
@@ -44,8 +45,8 @@ async def test_b_sorts_by_best_accuracy(fixture_home: Path) -> None:
         table = app.main.query_one(RunsTable)
         assert table._order[0] == RUNNING
         await pilot.press("b")
-        app.draw_frame()
-        app.draw_plot()
+        app.main.frames.draw_frame()
+        app.main.frames.draw_plot()
         accs = [app.board.runs[rid].best_val_acc or 0 for rid in table._order]
         assert accs == sorted(accs, reverse=True) and table._order[0] == RUNNING
 
@@ -68,9 +69,9 @@ async def test_enter_on_a_run_shows_its_plot_and_log(fixture_home: Path) -> None
         await settle(pilot)
         await pilot.press("down", "enter")
         await pilot.pause(0.3)
-        assert app.main.pane == "plot" and app.selected == FAILED
-        app.draw_frame()
-        app.draw_plot()
+        assert app.main.pane == "plot" and app.main.selection.selected == FAILED
+        app.main.frames.draw_frame()
+        app.main.frames.draw_plot()
         assert app.main.query_one(LossPlot).lines[0].run_id == FAILED
         assert app.main.query_one(RunLog).has_class("-failed")
 
@@ -161,11 +162,11 @@ async def test_ddp_memory_shows_every_rank(fixture_home: Path) -> None:
 
 async def test_the_first_frame_waits_for_the_dashboard_before_its_keys_act(fixture_home: Path) -> None:
     app = make_app(fixture_home)
-    assert app.check_action("launch", ()) is None and app.check_action("quit", ()) is True  # dimmed
+    assert StartScreen().check_action("launch", ()) is None and app.check_action("quit", ()) is True  # dimmed
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         assert app.dashboard and type(app.main).__name__ == "MainScreen"
-        assert app.check_action("launch", ()) is True
+        assert app.main.check_action("launch", ()) is True
 
 
 async def test_h_shows_a_layers_histogram_per_epoch_and_brackets_change_the_layer(fixture_home: Path) -> None:
@@ -174,7 +175,7 @@ async def test_h_shows_a_layers_histogram_per_epoch_and_brackets_change_the_laye
         await settle(pilot)
         await pilot.press("h")
         await pilot.pause()
-        app.draw_plot()
+        app.main.frames.draw_plot()
         await pilot.pause()
         view = app.main.query_one(WeightHistogram)
         assert app.main.pane == "plot" and view.region and not app.main.query_one(LossPlot).region
@@ -185,14 +186,14 @@ async def test_h_shows_a_layers_histogram_per_epoch_and_brackets_change_the_laye
         footer = " ".join(plain(key.render()).strip() for key in app.main.query(FooterKey))
         assert "[ ] Layer" in footer and "q Quit" in footer and "space Overlay" not in footer
         await pilot.press("right_square_bracket")
-        app.draw_plot()
+        app.main.frames.draw_plot()
         assert view.border_title == "weights: fc.bias (2/2)" and view.history[-1].high == pytest.approx(0.1)
         await pilot.press("left_square_bracket", "left_square_bracket")
-        app.draw_plot()
-        assert app.layer == "fc.bias"  # wrapped round
+        app.main.frames.draw_plot()
+        assert app.main.selection.layer == "fc.bias"  # wrapped round
         await pilot.press("h")
         await pilot.pause()
-        app.draw_plot()
+        app.main.frames.draw_plot()
         await pilot.pause()
         assert app.main.query_one(LossPlot).region and not view.region
 

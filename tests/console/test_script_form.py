@@ -41,7 +41,7 @@ async def test_script_form_launches_a_script_run(home: Path, tmp_path: Path) -> 
         assert config is not None and config["script"]["args"] == ["--epochs", "2", "--note", "two words"]
         form.query_one("#script-path", Input).focus()
         await pilot.press("enter")
-        run_id = await until(pilot, lambda: app.selected, 30, "the new run to be selected")
+        run_id = await until(pilot, lambda: app.main.selection.selected, 30, "the new run to be selected")
         done = await until(pilot, lambda: [e for e in events(home, run_id) if e["type"] == "finished"], 60,
                            "the script to finish")
     info = json.loads((home / "runs" / run_id / "run.json").read_text())

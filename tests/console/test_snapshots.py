@@ -30,8 +30,8 @@ class TestWide:
             await pilot.press(*["tab"] * 5)  # model, dataset, strategy, devices, batch size, lr
             await pilot.press("end", "backspace", "backspace", "backspace", "backspace", "minus", "1")
             await pilot.pause()
-            pilot.app.draw_frame()
-            pilot.app.draw_plot()
+            pilot.app.main.frames.draw_frame()
+            pilot.app.main.frames.draw_plot()
             await pilot.pause(0.2)
             # The log pane's scroll to its end can land before or after the last layout: pin it.
             pilot.app.main.query_one("#log-scroll").scroll_end(animate=False, immediate=True)

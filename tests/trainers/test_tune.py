@@ -17,7 +17,7 @@ import psutil
 import pytest
 from processes import gone, wait_for
 
-from console.services import runs
+from console.control import runs
 from trainers.protocol import RunDir, request_trial_stop
 from trainers.protocol.tune_config import load_tune, short_names, trial_run_config
 
@@ -90,7 +90,7 @@ def test_random_asha_search_reports_every_trial_a_failing_one_is_error_and_best_
 
     # `t`: the best trial's config as a normal run, which trains.
     search = load_tune(RunDir(home / "runs" / run_id).config)
-    best = runs.launch(trial_run_config(search, finished["best_config"]), name="best", kind="train")
+    best = runs.launch(trial_run_config(search, finished["best_config"]), name="best")
     assert runs.wait(best) == "finished"
     evals = [e for e in events_of(home, best.id) if e["type"] == "eval"]
     assert len(evals) == 2 and evals[-1]["val_acc"] > 0.1

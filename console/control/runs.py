@@ -1,7 +1,8 @@
-"""The run lifecycle, shared by the CLI and the console: launch, resume, status, stop, kill, wait.
+"""The run lifecycle under the control layer: launch, resume, status, stop, kill, wait.
 
-Runs are detached processes (`start_new_session=True`, stdio to files in the run directory), so neither
-the console exiting nor an SSH hang-up reaches them. Their only channel back is the run's event log.
+Front ends call `console.control.Control`, never this module. Runs are detached processes
+(`start_new_session=True`, stdio to files in the run directory), so neither the console exiting nor an
+SSH hang-up reaches them. Their only channel back is the run's event log.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from trainers import protocol
 from trainers.protocol import Config, Event, RunDir, processes
 from trainers.protocol.events import RESERVE
-from trainers.signals import held_stops
+from trainers.protocol.stops import held_stops
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}
@@ -34,15 +35,40 @@ QUEUE_WAITER = [sys.executable, "-m", "trainers.queue", "{run_dir}", "--"]
 OUR_MODULES = frozenset(command[2] for command in [*COMMANDS.values(), QUEUE_WAITER])
 
 
-def launch(config: Config, name: str = "", kind: str = "train", root: Path | None = None,
-           argv: list[str] | None = None, queued: bool = False) -> RunDir:
+def kind_of(config: Config) -> str:
+    """The kind of run a validated config makes: `tune` with a [tune] section, `script` with a script path."""
+    if "tune" in config:
+        return "tune"
+    return "script" if (config.get("script") or {}).get("path") else "train"
+
+
+def default_name(config: Config, kind: str) -> str:
+    """A run's name when none is given: the script's stem, else the model and data (`tune-` for a search)."""
+    if kind == "script":
+        return Path(config["script"]["path"]).stem
+    name = f"{config['model']['name']}-{config['data']['name']}"
+    return f"tune-{name}" if kind == "tune" else name
+
+
+def launch_command(kind: str, queued: bool) -> list[str] | None:
+    """What a new run executes: through the queue waiter when queued; None for a built-in kind's default."""
+    if queued:
+        return [*QUEUE_WAITER, *COMMANDS[kind]]
+    return list(COMMANDS[kind]) if kind == "script" else None
+
+
+def launch(config: Config, name: str = "", root: Path | None = None, argv: list[str] | None = None) -> RunDir:
     """Create a run directory for a validated config and start its process detached.
 
-    `argv` replaces the default `COMMANDS[kind]`; a "{run_dir}" in it becomes the run's path.
-    `queued`: the process is a queue waiter; the run is `queued` until its first `started` event.
+    The kind, the default name and the queue (`[strategy] queue`: the run is `queued` until the waiter
+    hands it to its command) all follow from the config. `argv` replaces the command (tests); a
+    "{run_dir}" in it becomes the run's path.
     """
     root = root or protocol.home()
-    name = name or f"{config['model']['name']}-{config['data']['name']}"
+    kind = kind_of(config)
+    name = name or default_name(config, kind)
+    queued = bool(config["strategy"]["queue"])
+    argv = argv if argv is not None else launch_command(kind, queued)
     run = RunDir.create(root, protocol.new_run_id(name))
     run.config.write_text(protocol.dumps(config))
     info = {"id": run.id, "name": name, "kind": kind, "strategy": config["strategy"]["name"],

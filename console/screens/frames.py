@@ -1,0 +1,116 @@
+"""Frames: the board, at a few frames a second, onto the dashboard.
+
+The dashboard owns one `Frames`: the table, log and memory in one frame, the plot (the costliest pane)
+in its own, slower one, and nothing drawn when nothing changed. The board is the app's (the tailer's
+updates go into it); what is shown of it is the dashboard's `Selection`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from console.core import leaderboard
+from console.core.state import build_view, plot_view, weights_view
+from console.widgets.leaderboard import Leaderboard
+from console.widgets.runs_table import RunsTable
+
+if TYPE_CHECKING:
+    from console.screens.main_screen import MainScreen
+
+FRAME_S = 0.1  # at most 10 frames a second, and none when nothing changed
+PLOT_S = 0.5  # the plot (the costliest pane) at most twice a second
+
+
+class Frames:
+    """Draws the app's board onto one dashboard."""
+
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+        self.labels: dict[str, str] = {}  # run id -> its label in the table (for the memory bars)
+        self.select_next: str | None = None  # a run to put the cursor on once its row is drawn
+        self._force: set[str] = {"*"}
+        self._frame_timer: object | None = None
+        self._last_frame = self._plot_next = 0.0
+        self._plot_scheduled = False
+        self._importance_key: tuple[str | None, int] | None = None  # the search and ended trials computed
+        self.keys_for: tuple[str | None, bool] | None = None  # the selection keys fit (None: no frame yet)
+
+    def schedule(self) -> None:
+        """Draw what changed in the next frame (at most every FRAME_S)."""
+        if self._frame_timer is None:
+            wait = max(0.01, self._last_frame + FRAME_S - time.monotonic())
+            self._frame_timer = self.screen.set_timer(wait, self.draw_frame)
+
+    def redraw(self) -> None:
+        """The user changed what is shown: redraw everything, the plot without waiting."""
+        self._force.add("*")
+        self._plot_next = 0.0
+        self.schedule()
+
+    def _drawable(self) -> bool:
+        """Whether the dashboard is up (not closing down, nor still opening: it redraws then)."""
+        app = self.screen.app  # (not running: it is shutting down, removing the panes)
+        return bool(app.is_running and app.screen_stack and getattr(app, "dashboard", False))
+
+    def draw_frame(self) -> None:
+        """Put what changed since the last frame on screen (normally at most every FRAME_S)."""
+        self._frame_timer, self._last_frame = None, time.monotonic()
+        if not self._drawable():
+            return
+        screen, sel, board = self.screen, self.screen.selection, self.screen.board
+        changed = board.take_dirty() | self._force
+        view = build_view(board, screen.clock(), sel.selected, sel.marked, sel.ranking, changed)
+        self._force = set()
+        sel.selected, self.labels = view.selected, view.labels
+        keys_for = (sel.selected, sel.is_tune(board))  # a run's kind may come a frame after its row
+        if keys_for != self.keys_for:
+            self.keys_for = keys_for
+            screen.refresh_bindings()  # the trial keys show only for a tune run
+        screen.show_view(view)
+        if view.trials is not None:
+            self._refresh_importance(view.trials.ended)
+        screen.show_devices()
+        if self.select_next in view.labels:
+            screen.query_one(RunsTable).select(self.select_next)
+            self.select_next = None
+        if view.plot_changed:
+            self._schedule_plot()
+
+    def _refresh_importance(self, ended: list[tuple[dict[str, Any], float]]) -> None:
+        """Recompute the parameter importance in a thread when a trial of the shown search has ended."""
+        key = (self.screen.selection.selected, len(ended))
+        if key == self._importance_key:
+            return
+        self._importance_key = key
+
+        def compute() -> None:
+            text = leaderboard.importance_line(ended)
+            self.screen.app.call_from_thread(self._show_importance, key, text)
+
+        self.screen.run_worker(compute, thread=True, group="importance", exclusive=True)
+
+    def _show_importance(self, key: tuple[str | None, int], text: str) -> None:
+        if key == self._importance_key and self._drawable():
+            self.screen.query_one(Leaderboard).show_importance(text)
+
+    def _schedule_plot(self) -> None:
+        # Half a frame after the table, so the plot's render never delays the table's frame.
+        if not self._plot_scheduled:
+            self._plot_scheduled = True
+            wait = max(FRAME_S / 2, self._plot_next - time.monotonic())
+            self.screen.set_timer(wait, self.draw_plot)
+
+    def draw_plot(self) -> None:
+        """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S)."""
+        self._plot_scheduled, self._plot_next = False, time.monotonic() + PLOT_S
+        if not self._drawable():
+            return
+        screen, sel, board = self.screen, self.screen.selection, self.screen.board
+        if sel.showing_weights(board):
+            history, title, sel.layer = weights_view(board, sel.selected, sel.layer)
+            screen.show_weights(history, title, on=True)
+            return
+        screen.show_weights([], "", on=False)
+        lines, title = plot_view(board, sel.selected, sel.marked, max(20, screen.plot_width))
+        screen.show_plot(lines, title, bool(self.labels))

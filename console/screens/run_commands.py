@@ -1,0 +1,77 @@
+"""The dashboard's lifecycle keys carried out: each calls the control layer in a thread worker (a process
+start, a stop's grace period or the wait for killed processes may block) and reports in a toast."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from console.control import Refused
+from trainers import protocol
+from trainers.protocol import Config, RunDir
+
+if TYPE_CHECKING:
+    from console.control import Control
+    from console.screens.main_screen import MainScreen
+
+
+class RunCommands:
+    """Launch, stop, kill, resume and train-a-trial for one dashboard, off the UI thread."""
+
+    def __init__(self, screen: MainScreen, control: Control) -> None:
+        self.screen, self.control = screen, control
+
+    def _in_thread(self, name: str, body: Callable[[], None]) -> None:
+        def refusable() -> None:
+            try:
+                body()
+            except Refused as e:  # the control layer's one line (a read-only session, say)
+                self._report(str(e), "warning")
+
+        self.screen.run_worker(refusable, name=name, thread=True, group="runs", exit_on_error=False)
+
+    def _report(self, message: str, severity: str = "information") -> None:
+        self.screen.app.call_from_thread(self.screen.done, message, severity)
+
+    def launch(self, config: Config) -> None:
+        """Start the config as a new run (detached: it outlives the console) and select it."""
+        def body() -> None:
+            run = self.control.launch(config)
+            self.screen.app.call_from_thread(self.screen.launched, run.id)
+        self._in_thread("launch_run", body)
+
+    def stop(self, run: RunDir) -> None:
+        """SIGTERM, then SIGKILL after the grace period."""
+        self._in_thread("stop_run", lambda: self._report(f"{run.id}: {self.control.stop(run)}"))
+
+    def kill(self, run: RunDir) -> None:
+        """SIGKILL the run's process group and descendants."""
+        def body() -> None:
+            survivors = self.control.kill(run)
+            if survivors:
+                self._report(f"could not kill pids {survivors}", "error")
+            else:
+                self._report(f"{run.id}: killed")
+        self._in_thread("kill_run", body)
+
+    def resume(self, run: RunDir) -> None:
+        """Start the run again from its last checkpoint; a running run or none to resume from is said."""
+        def body() -> None:
+            try:
+                self.control.resume(run)
+            except (protocol.RunBusy, FileNotFoundError) as e:  # a second `r`, or nothing to resume from
+                self._report(str(e), "warning")
+                return
+            self._report(f"{run.id}: resumed from its last checkpoint")
+        self._in_thread("resume_run", body)
+
+    def train_trial(self, run: RunDir, number: int, searched: dict[str, Any]) -> None:
+        """Launch a trial's config as a normal run and select it."""
+        def body() -> None:
+            try:
+                new = self.control.train_trial(run, number, searched)
+            except protocol.ConfigError as e:
+                self._report(f"cannot train trial #{number}: {e}", "error")
+                return
+            self.screen.app.call_from_thread(self.screen.launched, new.id)
+        self._in_thread("train_trial", body)
