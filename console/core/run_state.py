@@ -1,6 +1,6 @@
 """One run as the console sees it, built from its events: status, latest metrics, histories, notes.
 
-Pure: no Textual, no I/O. The tailer thread applies events here; `console.core.state` turns runs into rows.
+Pure: no Textual, no I/O. The tailer thread applies events here; `console.core.board` turns runs into rows.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class RunState:
     final: str | None = None
     final_t: float = 0.0
     alive: bool | None = None
-    queued: bool = False
+    queue_facts: dict[str, Any] = field(default_factory=dict)  # run.json's `queued` and `dequeued_at`
+    said_started: bool = False  # its log has a `started` (since the last launch)
     problem: str = ""
     world_size: int | None = None
     devices: Any = None
@@ -76,7 +77,8 @@ class RunState:
     @property
     def status(self) -> str:
         """running, finished, failed, stopped, killed, lost or queued: the rule `trainconsole ls` uses."""
-        return derive_status(self.final, self.final_t, self.started_at, self.alive, self.queued)
+        queued = in_queue(self.queue_facts, started=self.said_started)  # the protocol's one rule
+        return derive_status(self.final, self.final_t, self.started_at, self.alive, queued)
 
     def set_info(self, info: dict[str, Any], epochs: int | None = None) -> None:
         """Take the fields of run.json (and the configured epochs)."""
@@ -87,7 +89,7 @@ class RunState:
         self.pid_started = info.get("pid_started", self.pid_started)
         self.started_at = info.get("started_at", self.started_at)
         self.ended_at = info.get("ended_at", self.ended_at)
-        self.queued = in_queue(info) and self.world_size is None  # world_size: it has said `started`
+        self.queue_facts = {k: info.get(k) for k in ("queued", "dequeued_at")}
         self.epochs = epochs if epochs is not None else self.epochs
 
     def apply(self, event: Event) -> None:
@@ -111,7 +113,7 @@ class RunState:
 
 
 def _started(run: RunState, e: Event, t: float) -> None:
-    run.final, run.failure, run.queued = None, None, False
+    run.final, run.failure, run.said_started = None, None, True
     run.strategy = e.get("strategy") or run.strategy
     for key in ("world_size", "devices", "params", "trainable_params"):
         setattr(run, key, e.get(key, getattr(run, key)))

@@ -4,7 +4,7 @@ from .config import SCHEMA, Config, ConfigError, apply_override, defaults, dumps
 from .events import FINAL, STATUSES, Event, EventReader, EventWriter, make_event, read_all, tail
 from .processes import process_alive
 from .rundir import KINDS, RunDir, home, list_runs, new_run_id
-from .runstate import RunBusy, derive_status, in_queue, last_final, run_status
+from .status import RunBusy, derive_status, in_queue, last_final, run_status
 from .trial_requests import request_trial_stop, trial_stops_requested
 
 __all__ = [

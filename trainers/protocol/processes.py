@@ -3,7 +3,7 @@ killing them all. A pid is trusted only together with its start time, since pids
 
 Liveness reads `/proc` (stdlib, cheap enough for `ls` over hundreds of runs); the tree walk and the kill
 use psutil, imported when first needed so that importing the protocol stays light. Used by the run
-status (`runstate.py`), the console's stop and kill, the DDP launcher's reaper and the script runner.
+status (`status.py`), the console's stop and kill, the DDP launcher's reaper and the script runner.
 """
 
 from __future__ import annotations

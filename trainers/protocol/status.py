@@ -58,12 +58,13 @@ def run_status(run: RunDir, events: list[Event] | None = None, info: dict[str, A
     info = run.read_info() if info is None else info
     final, final_t = last_final(events)
     alive = process_alive(info.get("pid"), info.get("pid_started"))
-    queued = in_queue(info) and not any(e.get("type") == STARTED for e in events)
+    queued = in_queue(info, started=any(e.get("type") == STARTED for e in events))
     return derive_status(final, final_t, info.get("started_at"), alive, queued)
 
 
-def in_queue(info: dict[str, Any]) -> bool:
-    """Whether a run still waits in the queue: launched through the queue waiter (run.json `queued`) and
-    not yet handed to its command (`dequeued_at`, which the waiter records just before it does). A fact
-    of run.json, so right for a run of any length, whatever part of its log a reader holds."""
-    return bool(info.get("queued")) and not info.get("dequeued_at")
+def in_queue(info: dict[str, Any], started: bool = False) -> bool:
+    """The one rule for `queued`: launched through the queue waiter (run.json `queued`), not yet handed to
+    its command (`dequeued_at`, which the waiter records just before it does), and no `started` in its
+    log (`started`). Facts of run.json first, so right for a run of any length, whatever part of its log
+    a reader holds; `ls`, the console's rows and the waiters all ask it."""
+    return bool(info.get("queued")) and not info.get("dequeued_at") and not started
