@@ -41,7 +41,7 @@ class Emitter(Protocol):
     def emit(self, kind: str, **fields: Any) -> Any: ...
 
 
-class Meter:
+class CostMeter:
     """An emitter in front of the run's: from `started` on it samples the run's process tree; it adds
     `cost` to the final event, and writes a `cost` event every COST_EVERY_S in between."""
 

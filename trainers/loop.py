@@ -56,12 +56,12 @@ def run(config: Config, run_dir: Any, events: Emitter, stop: Stop, resume: str |
 def train(strategy: Strategy, config: Config, run_dir: Any, events: Emitter, stop: Stop,
           resume: str | None = None) -> Outcome:
     """The per-process entry point: set up, optionally restore `resume`, and fit."""
-    meter = cost.Meter(events, run_dir)  # the run's time, memory and energy, into its final event
-    training = Training(strategy, config, run_dir, meter, stop)
+    cost_meter = cost.CostMeter(events, run_dir)  # the run's time, memory and energy, into its final event
+    training = Training(strategy, config, run_dir, cost_meter, stop)
     try:
         return training.fit(resume)
     finally:
-        meter.stop()
+        cost_meter.stop()
         if training.board is not None:
             training.board.close()
 
@@ -80,7 +80,7 @@ class Training:
         self.max_steps = config["train"]["max_steps"] or math.inf
         total = min(self.epochs * len(self.parts.train_batches), self.max_steps)
         self.schedule = LrSchedule(config["train"]["lr_schedule"], config["train"]["lr"], int(total))
-        self.meter = StepMeter(strategy.device, strategy.devices, strategy.world_size)
+        self.step_meter = StepMeter(strategy.device, strategy.devices, strategy.world_size)
         self.best_acc, self.metrics = -1.0, {}
         self.stepper = Stepper(self.model, self.optimizer, self.parts.precision, strategy, config, self.emit,
                                self.parts.split.num_classes, getattr(run_dir, "path", None))
@@ -138,7 +138,7 @@ class Training:
 
     def _train_steps(self, epoch: int) -> None:
         """The hot path: no I/O and no host-device sync unless a `step` event is due."""
-        model, opt, meter, schedule = self.model, self.optimizer, self.meter, self.schedule
+        model, opt, meter, schedule = self.model, self.optimizer, self.step_meter, self.schedule
         train_step = self.stepper.step  # forward/backward in micro-batches, OOM recovery, optimizer step
         to_device, reduce_stop, stop = self.strategy.batch_to_device, self.strategy.reduce_stop, self.stop
         if self.step >= self.max_steps:  # resumed past train.max_steps: nothing left to train
@@ -161,7 +161,7 @@ class Training:
                 return
 
     def _emit_step(self, epoch: int) -> None:
-        fields = self.meter.flush(self.step)
+        fields = self.step_meter.flush(self.step)
         if fields is not None:
             self.metrics["train_loss"] = fields["loss"]
             fields["mem"] = self.strategy.report_memory(fields["mem"])
@@ -178,7 +178,7 @@ class Training:
         """Evaluate, report, and checkpoint (last.pt always, best.pt when val_acc improved)."""
         val_loss, val_acc = self.evaluate()
         if self.is_zero:  # evaluation's memory is watched too (outputs kept with their graphs)
-            self._watch(self.strategy.report_memory(self.meter.memory()))
+            self._watch(self.strategy.report_memory(self.step_meter.memory()))
         is_best = val_acc > self.best_acc
         self.best_acc = max(self.best_acc, val_acc)
         self.metrics.update(val_loss=val_loss, val_acc=val_acc, best_val_acc=self.best_acc)

@@ -35,7 +35,7 @@ def test_the_cost_counts_child_processes_and_is_written_periodically_and_at_the_
     try:
         assert child.stdout is not None and child.stdout.readline()  # it holds them now
         log = Log()
-        meter = cost.Meter(log, run_dir=None)
+        meter = cost.CostMeter(log, run_dir=None)
         meter.emit("started")
         deadline = time.monotonic() + 30
         while not any(kind == "cost" for kind, _ in log.events):
