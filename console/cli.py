@@ -17,8 +17,8 @@ from . import run_options
 if TYPE_CHECKING:
     from trainers.protocol.tune_config import load_tune
 
+    from . import cli_render as render
     from .control import Control
-    from .core import render
 
 USAGE_ERROR = 2
 
@@ -99,8 +99,8 @@ def _import_commands() -> None:
     global load_tune, render, Control, Refused
     from trainers.protocol.tune_config import load_tune
 
+    from . import cli_render as render
     from .control import Control, Refused
-    from .core import render
 
 
 def control() -> Control:
