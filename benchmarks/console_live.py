@@ -46,7 +46,7 @@ def writer(home: Path, runs: int, rate: int, seconds: float) -> None:
 def console(result: Path) -> None:
     """The real app, instrumented to time each step event from its `t` to the frame that shows it."""
     from console.app import TrainConsole
-    from console.core.state import Board
+    from console.core.board import Board
 
     applied: list[float] = []
     original = Board.apply

@@ -24,7 +24,7 @@ from console_common import machine
 from textual.geometry import Region
 
 from console.app import TrainConsole
-from console.core.state import plot_view
+from console.core.board import plot_view
 from console.services.gpu import SimulatedGpus
 from console.widgets.loss_plot import LossPlot
 

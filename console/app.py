@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import hangup
-from console.core.state import Board
+from console.core.board import Board
 from console.screens.start_screen import StartScreen
 from console.services.tailer import RunsRead, Tailer
 from trainers import protocol

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.core.board import RUN_COLORS, PlotLine, duration, human_bytes, label
 from console.core.history import Series
 from console.core.run_state import RunState
-from console.core.state import RUN_COLORS, PlotLine, duration, human_bytes, label
 
 AXES = ("step", "wall time")
 MISSING = "—"  # a key one run's config does not have

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from console.core.state import RANKINGS, Board
+from console.core.board import RANKINGS, Board
 
 
 @dataclass

@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from console.core import leaderboard
-from console.core.state import build_view, plot_view, weights_view
+from console.core.board import build_view, plot_view, weights_view
 from console.widgets.leaderboard import Leaderboard
 from console.widgets.runs_table import RunsTable
 

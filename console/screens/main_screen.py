@@ -17,9 +17,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
 from console.control import Control
+from console.core.board import Board, PlotLine, View, weights_view
 from console.core.leaderboard import Search, Trial, searched
 from console.core.selection import Selection
-from console.core.state import Board, PlotLine, View, weights_view
 from console.core.weights import Snapshot
 from console.screens.confirm_screen import ConfirmScreen
 from console.screens.frames import Frames

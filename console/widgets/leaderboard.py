@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
-from console.core.state import Row, TrialsView
+from console.core.board import Row, TrialsView
 
 #: Columns: key, header, width (None: the searched values take the rest).
 COLUMNS = (("mark", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", 3),

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from console.core.state import LogView, duration
+from console.core.board import LogView, duration
 
 LEVEL_STYLES = {"info": ("·", "dim"), "warning": ("⚠", "yellow"), "error": ("✖", "bold red")}
 TRACEBACK_LINES = 6

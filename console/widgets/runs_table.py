@@ -7,7 +7,7 @@ from textual import events
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
-from console.core.state import COLUMNS, middle
+from console.core.board import COLUMNS, middle
 
 #: Fixed widths of every column but "run", which takes the rest of the width.
 WIDTHS = {"status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}

@@ -16,7 +16,7 @@ from conftest import REPO, T0, after, make_app, settle, training, until, write_r
 from textual.widgets import DataTable, Input
 
 from console.app import TrainConsole
-from console.core.state import duration, human_bytes
+from console.core.board import duration, human_bytes
 from console.screens.compare_screen import CompareScreen
 from console.services.gpu import SimulatedGpus
 from console.widgets.loss_plot import LossPlot

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import FAILED, FINISHED, LOST, RUNNING, STOPPED, T0, write_run
 
-from console.core.state import Board
+from console.core.board import Board
 from console.services import jsonl
 from console.services.tailer import RunsRead, Tailer
 from console.services.tracked_run import CHUNK

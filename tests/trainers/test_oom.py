@@ -9,8 +9,8 @@ import pytest
 import torch
 from trainer_runs import events, make_config, make_run, train
 
+from console.core.board import plot_lines
 from console.core.run_state import RunState
-from console.core.state import plot_lines
 from trainers.protocol import run_status
 
 # 32x32 digits, batch 256: the full batch needs more than 100 MB of activations, half of it does not.

@@ -7,9 +7,7 @@ import random
 
 import pytest
 
-from console.core.history import Series
-from console.core.run_state import RunState
-from console.core.state import (
+from console.core.board import (
     Board,
     build_view,
     duration,
@@ -20,6 +18,8 @@ from console.core.state import (
     rank,
     row,
 )
+from console.core.history import Series
+from console.core.run_state import RunState
 
 T0 = 1_700_000_000.0
 

@@ -68,7 +68,7 @@ def test_searched_values_are_compact() -> None:
 
 
 def test_a_trial_cut_by_asha_gets_a_cut_mark_at_its_last_point_and_others_none() -> None:
-    from console.core.state import trial_lines
+    from console.core.board import trial_lines
 
     search = Search()
     for n, status, accs in ((1, "terminated", (0.5, 0.7, 0.9)), (2, "stopped_early", (0.3,))):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from console.core.board import Board, plot_lines, weights_view
 from console.core.run_state import RunState
-from console.core.state import Board, plot_lines, weights_view
 from console.core.weights import KEEP, Snapshot, Weights, rebin, rows, sparkline
 
 
