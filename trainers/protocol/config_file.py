@@ -38,11 +38,13 @@ def read_text(path: str | os.PathLike[str]) -> str:
     """The file's text, or a ConfigError naming the path and why it is not a TOML text file."""
     fd = _open(path)
     try:
-        with os.fdopen(fd, "rb") as f:
-            _check_regular(path, os.fstat(fd))
+        _check_regular(path, os.fstat(fd))  # before fdopen, which refuses a directory in its own words
+        with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(MAX_BYTES + 1)  # st_size can lie (/proc files say 0): count what is read
     except OSError as e:  # EIO and the like, after a successful open
         raise ConfigError(str(path), f"cannot be read: {_reason(e)}") from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_BYTES:
         raise ConfigError(str(path), f"is larger than {MAX_BYTES >> 20} MiB: not a config file")
     return _decode(path, data)
