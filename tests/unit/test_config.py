@@ -115,9 +115,12 @@ def test_protocol_does_not_import_torch() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(Path("examples").glob("*.toml")), ids=lambda p: p.name)
-def test_every_example_config_validates(path: Path, tmp_path: Path) -> None:
+def test_every_example_config_validates(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run configs as runs, tune configs with their [tune] section (the transfer examples name a weights file
-    the user provides: a stand-in checkpoint here)."""
+    the user provides: a stand-in checkpoint here), on the machine they are written for: 2 cores, no GPU
+    (`devices = 2` is two CPU workers there; a box with one GPU refuses it, rightly)."""
+    monkeypatch.setattr(machine, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine, "gpu_count", lambda: 0)
     weights = tmp_path / "weights.pt"
     with zipfile.ZipFile(weights, "w") as z:
         z.writestr("weights/data.pkl", b"")
