@@ -14,13 +14,13 @@ from typing import Any
 
 from . import machine, script_fields
 from .config_error import ConfigError, toml_text
-from .config_file import read, toml_error
+from .config_file import read
 from .devices import check_devices
 from .machine import Limit
 from .model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
 
 __all__ = ["SCHEMA", "Config", "ConfigError", "Field", "apply_override", "defaults", "dumps", "load", "read",
-           "toml_error", "validate"]
+           "validate"]
 
 BUILTIN_MODELS = ("small_cnn",)
 BUILTIN_DATASETS = ("digits", "synthetic", "imagefolder", "mnist", "cifar10")
