@@ -85,7 +85,7 @@ def test_bad_files_exit_2(home: Path, tmp_path: Path) -> None:
     notckpt = tmp_path / "w.pt"
     notckpt.write_text("hello")
     for args, field in (([str(broken)], f"{broken}: line 1: is not valid TOML"),
-                        ([str(tmp_path / "missing.toml")], "config"),
+                        ([str(tmp_path / "missing.toml")], f"{tmp_path / 'missing.toml'}: file not found"),
                         ([DEMO, "--set", f"model.weights=\"{notckpt}\""], "model.weights")):
         out = cli("run", *args)
         assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import tomllib
@@ -45,8 +46,17 @@ def test_int_is_accepted_where_a_float_is_expected() -> None:
         ({"train": {"lr": 0}}, "train.lr", "> 0"),
         ({"train": {"lr": -1.0}}, "train.lr", "> 0"),
         ({"train": {"batch_size": 0}}, "train.batch_size", ">= 1"),
-        ({"train": {"epochs": "ten"}}, "train.epochs", "must be int"),
-        ({"train": {"epochs": True}}, "train.epochs", "must be int"),
+        ({"train": {"epochs": "ten"}}, "train.epochs", 'must be an integer (got "ten")'),
+        ({"train": {"epochs": True}}, "train.epochs", "must be an integer (got true)"),
+        ({"train": {"batch_size": 1.5}}, "train.batch_size", 'must be an integer or "auto" (got 1.5)'),
+        ({"train": {"batch_size": "big"}}, "train.batch_size", 'must be an integer or "auto" (got "big")'),
+        ({"train": {"lr": "fast"}}, "train.lr", "must be a number"),
+        ({"train": {"tensorboard": "yes"}}, "train.tensorboard", 'must be true or false (got "yes")'),
+        ({"train": {"optimizer": 1}}, "train.optimizer", "must be one of sgd, adam, adamw (got 1)"),
+        ({"data": {"shape": "3x32x32"}}, "data.shape", "must be a list of three positive integers"),
+        ({"strategy": {"devices": "many"}}, "strategy.devices", 'must be "auto", a count >= 1, or a list'),
+        ({"strategy": {"split_points": [7, 3]}}, "strategy.split_points", "increasing layer indices"),
+        ({"strategy": {"split_points": ["a"]}}, "strategy.split_points", "increasing layer indices"),
         ({"train": {"optimizer": "lion"}}, "train.optimizer", "sgd, adam, adamw"),
         ({"train": {"bogus": 1}}, "train.bogus", "unknown key"),
         ({"bogus": {}}, "bogus", "unknown section"),
@@ -105,9 +115,12 @@ def test_protocol_does_not_import_torch() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(Path("examples").glob("*.toml")), ids=lambda p: p.name)
-def test_every_example_config_validates(path: Path, tmp_path: Path) -> None:
+def test_every_example_config_validates(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run configs as runs, tune configs with their [tune] section (the transfer examples name a weights file
-    the user provides: a stand-in checkpoint here)."""
+    the user provides: a stand-in checkpoint here), on the machine they are written for: 2 cores, no GPU
+    (`devices = 2` is two CPU workers there; a box with one GPU refuses it, rightly)."""
+    monkeypatch.setattr(machine, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine, "gpu_count", lambda: 0)
     weights = tmp_path / "weights.pt"
     with zipfile.ZipFile(weights, "w") as z:
         z.writestr("weights/data.pkl", b"")
@@ -198,7 +211,8 @@ def test_a_range_s_reason_and_the_machine_s_limit_are_in_the_error() -> None:
     assert f"<= {machine.cpu_count()}, the CPU cores of this machine" in str(err.value)
     assert protocol.validate({"train": {"threads": machine.cpu_count()}})["train"]["threads"] > 0
     for good in ({"train": {"momentum": 0.0}}, {"strategy": {"master_port": 65535}},
-                 {"strategy": {"name": "ddp", "devices": [1, 0]}}, {"train": {"batch_size": "auto"}}):
+                 {"strategy": {"name": "ddp", "devices": machine.cpu_count(), "accelerator": "cpu"}},
+                 {"train": {"batch_size": "auto"}}):
         protocol.validate(good)
     with pytest.raises(ConfigError, match=r"^train.lr: must be > 0 and <= 10: .*\(got nan\)$"):
         protocol.validate({"train": {"lr": float("nan")}})
@@ -213,10 +227,11 @@ def test_tune_mode_follows_the_metric(tmp_path: Path) -> None:
 
 def test_at_run_start_a_batch_above_the_data_warns_and_cpu_devices_are_the_cores() -> None:
     """What only the run can know: the training set's size (one warning with the batches per epoch), and
-    the cores of the machine it trains on (a clear refusal, never a MemoryError)."""
+    the cores of the machine it trains on (a clear refusal, never a MemoryError) where a config was not
+    validated here; `strategy.oversubscribe` lets more workers than cores through."""
     from trainers import setup
     from trainers.errors import StrategyUnavailable
-    from trainers.strategies import make_strategy
+    from trainers.strategies import devices, make_strategy
 
     config = protocol.validate({"train": {"batch_size": 4096}, "strategy": {"accelerator": "cpu"}})
     warnings: list[dict] = []
@@ -228,7 +243,29 @@ def test_at_run_start_a_batch_above_the_data_warns_and_cpu_devices_are_the_cores
     setup.build(make_strategy(config), config, lambda **f: warnings.append(f))
     assert warnings == []
     for name in ("dp", "ddp", "model_parallel"):
-        many = protocol.validate({"strategy": {"name": name, "accelerator": "cpu",
-                                               "devices": machine.cpu_count() + 1}})
+        many = protocol.validate({"strategy": {"name": name, "accelerator": "cpu"}})
+        many["strategy"]["devices"] = machine.cpu_count() + 1  # validated elsewhere: not on this machine
         with pytest.raises(StrategyUnavailable, match=f"this machine has {machine.cpu_count()} CPU cores"):
             make_strategy(many)
+        many["strategy"]["oversubscribe"] = True
+        assert len(devices.resolve(many)) == machine.cpu_count() + 1
+
+
+def test_every_key_s_type_error_says_what_is_allowed_in_a_user_s_words() -> None:
+    """A value of the wrong type for any key of the run and tune schemas: `must be an integer`, never
+    Python's `must be int or str`; the value shown as TOML writes it."""
+    from trainers.protocol.tune_config import TUNE_SCHEMA
+
+    fields = {f"{s}.{k}": f for s, keys in protocol.SCHEMA.items() for k, f in keys.items()}
+    fields.update({f"tune.{k}": f for k, f in TUNE_SCHEMA.items()})
+    for name, spec in fields.items():
+        wrong = 1 if spec.type is dict else {"x": True}  # no other key takes a table
+        with pytest.raises(ConfigError) as err:
+            spec.coerce(name, wrong)
+        message = str(err.value)
+        assert message.startswith(f"{name}: must be ") and not PYTHON_TYPES.search(message), message
+        assert message.endswith(" (got 1)" if wrong == 1 else " (got { \"x\" = true })"), message
+    assert len(fields) >= 50
+
+
+PYTHON_TYPES = re.compile(r"\b(int|str|float|bool|dict|NoneType|True|False)\b")

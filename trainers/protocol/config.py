@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import math
 import os
 import re
@@ -12,23 +13,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import machine, script_fields
+from .config_error import ConfigError, toml_text
+from .config_file import read
+from .devices import check_devices
 from .machine import Limit
 from .model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
+
+__all__ = ["SCHEMA", "Config", "ConfigError", "Field", "apply_override", "defaults", "dumps", "load", "read",
+           "validate"]
 
 BUILTIN_MODELS = ("small_cnn",)
 BUILTIN_DATASETS = ("digits", "synthetic", "imagefolder", "mnist", "cifar10")
 DATASETS_WITH_ROOT = ("imagefolder", "mnist", "cifar10")
 PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-TOML_WHERE = re.compile(r"\(at line (?P<line>\d+), column (?P<col>\d+)\)$")
-
-
-class ConfigError(ValueError):
-    """A config value that is not allowed; `str()` is the one line shown to the user."""
-
-    def __init__(self, field_name: str, allowed: str, got: Any = None) -> None:
-        self.field = field_name
-        shown = "" if got is None else f" (got {got!r})"
-        super().__init__(f"{field_name}: {allowed}{shown}")
+#: Each type in a user's words: what a value of the wrong type is told is allowed.
+TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list",
+              dict: "a table"}
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,8 @@ class Field:
 
     A range is `low`..`high` (inclusive unless `low_open` / `high_open`); `high` may be a machine `Limit`.
     It applies to the key's numbers (a key that also takes a string, like `batch_size = 'auto'`, checks
-    the string in `check`). `why` says in the error why the range is what it is.
+    the string in `check`). `why` says in the error why the range is what it is. `allowed` says what a
+    value of the wrong type is told, where the type's words (`an integer`) or the choices say too little.
     """
 
     type: type | tuple[type, ...]
@@ -50,6 +51,26 @@ class Field:
     low_open: bool = False
     high_open: bool = False
     why: str = ""
+    allowed: str = ""
+
+    def coerce(self, name: str, value: Any) -> Any:
+        """`value` as this key takes it (an integer where a number is wanted becomes a float); a
+        ConfigError in a user's words if it is of another type (TOML's true is not an integer)."""
+        types = self.type if isinstance(self.type, tuple) else (self.type,)
+        if float in types and _is_number(value):
+            return float(value)
+        if isinstance(value, bool) is not (bool in types) or not isinstance(value, types):
+            raise ConfigError(name, "must be " + self.type_text(), value)
+        return value
+
+    def type_text(self) -> str:
+        """What this key takes, in words: `an integer or "auto"`, `one of sgd, adam, adamw`, `a number`."""
+        if self.allowed:
+            return self.allowed
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        types = self.type if isinstance(self.type, tuple) else (self.type,)
+        return " or ".join(TYPE_WORDS[t] for t in types)
 
     def problem(self, value: Any) -> str | None:
         """What is allowed, if `value` (already of the right type) is not; None if it is."""
@@ -88,20 +109,33 @@ def _show(v: float) -> str:
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(v)
 
 
+BATCH_SIZE = 'an integer or "auto"'
+MODEL_NAME = 'small_cnn, a torchvision classification model (e.g. resnet18) or "package.module:factory"'
+DATASET_NAME = "one of " + ", ".join(BUILTIN_DATASETS) + ' or "package.module:factory"'
+DEVICES = '"auto", a count >= 1, or a list of GPU indices like [0, 1]'
+SHAPE = "a list of three positive integers [C, H, W]"
+SPLIT_POINTS = "a list of increasing layer indices >= 1, e.g. [3, 7], or [] to balance by parameters"
+
+
 def _batch_size(v: int | str) -> str | None:
-    return None if v == "auto" or isinstance(v, int) else "must be an integer or 'auto'"
+    return None if v == "auto" or isinstance(v, int) else "must be " + BATCH_SIZE
 
 
 def _model_name(v: str) -> str | None:
     if v in BUILTIN_MODELS or v in TORCHVISION_CLASSIFIERS or _plugin_ok(v):
         return None
-    return "must be small_cnn, a torchvision classification model (e.g. resnet18) or 'package.module:factory'"
+    return "must be " + MODEL_NAME
 
 
 def _dataset_name(v: str) -> str | None:
-    if v in BUILTIN_DATASETS or _plugin_ok(v):
-        return None
-    return "must be one of " + ", ".join(BUILTIN_DATASETS) + " or 'package.module:factory'"
+    return None if v in BUILTIN_DATASETS or _plugin_ok(v) else "must be " + DATASET_NAME
+
+
+def _split_points(v: list[Any]) -> str | None:
+    """Layer indices; whether the last is below the model's layer count is known only at the run."""
+    ints = all(isinstance(p, int) and not isinstance(p, bool) for p in v)
+    increasing = ints and all(a < b for a, b in itertools.pairwise([0, *v]))  # the first >= 1
+    return None if increasing else "must be " + SPLIT_POINTS
 
 
 def _plugin_ok(v: str) -> bool:
@@ -118,7 +152,7 @@ def _devices(v: Any) -> str | None:
     if v == "auto" or (isinstance(v, int) and not isinstance(v, bool)):
         return None
     if not (isinstance(v, list) and v and all(isinstance(i, int) and not isinstance(i, bool) for i in v)):
-        return "must be 'auto', a count >= 1, or a list of GPU indices"
+        return "must be " + DEVICES
     if not all(0 <= i < MAX_DEVICES for i in v) or len(v) > MAX_DEVICES:
         return f"must list GPU indices from 0 to {MAX_DEVICES - 1}"
     if len(set(v)) != len(v):
@@ -135,13 +169,15 @@ CPU_BOUND = "more would only oversubscribe the cores"
 
 SCHEMA: dict[str, dict[str, Field]] = {
     "model": {
-        "name": Field(str, "small_cnn", _model_name, "small_cnn, a torchvision model, or module:factory"),
+        "name": Field(str, "small_cnn", _model_name, "small_cnn, a torchvision model, or module:factory",
+                      allowed=MODEL_NAME),
         "num_classes": Field(int, 0, help="0 = take it from the dataset", low=0, high=1_000_000),
         "weights": Field(str, "", help="local state_dict / checkpoint file to start from"),
         "freeze_backbone": Field(bool, False, help="train only the new head"),
     },
     "data": {
-        "name": Field(str, "digits", _dataset_name, "digits, synthetic, imagefolder, mnist, cifar10"),
+        "name": Field(str, "digits", _dataset_name, "digits, synthetic, imagefolder, mnist, cifar10",
+                      allowed=DATASET_NAME),
         "root": Field(str, "", help="local folder for imagefolder, mnist, cifar10"),
         "val_fraction": Field(float, 0.2, low=0, high=1, low_open=True, high_open=True,
                               why="both the training and the validation set need samples"),
@@ -153,12 +189,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "samples": Field(int, 2048, help="synthetic: number of samples", low=1, high=10_000_000,
                          why="synthetic data is generated in memory"),
         "classes": Field(int, 10, help="synthetic: number of classes", low=2, high=1_000_000),
-        "shape": Field(list, [3, 32, 32], help="synthetic: C, H, W"),
+        "shape": Field(list, [3, 32, 32], help="synthetic: C, H, W", allowed=SHAPE),
     },
     "train": {
         "epochs": Field(int, 5, low=1, high=MAX_COUNT),
         "batch_size": Field((int, str), 64, _batch_size, "a number, or 'auto': the largest that fits",
-                            low=1, high=MAX_BATCH, why="samples per step; larger is a typo, not a batch"),
+                            low=1, high=MAX_BATCH, why="samples per step; larger is a typo, not a batch",
+                            allowed=BATCH_SIZE),
         "lr": Field(float, 0.05, low=0, high=10, low_open=True,
                     why="a larger learning rate diverges"),
         "optimizer": Field(str, "sgd", choices=("sgd", "adam", "adamw")),
@@ -194,9 +231,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "name": Field(str, "single", choices=("single", "dp", "ddp", "model_parallel")),
         "accelerator": Field(str, "auto", choices=("auto", "cpu", "cuda")),
         "devices": Field((str, int, list), "auto", _devices, "auto, a count, or a list of GPU indices",
-                         low=1, high=MAX_DEVICES, why="'auto', a count per node, or a list of GPU indices"),
+                         low=1, high=MAX_DEVICES, why="'auto', a count per node, or a list of GPU indices",
+                         allowed=DEVICES),
+        "oversubscribe": Field(bool, False, help="CPU: allow more workers/stages than cores (each gets a "
+                               "share of a core: slower, but runs multi-rank code on a small machine)"),
         "micro_batches": Field(int, 4, low=1, high=MAX_BATCH, why="model_parallel: at most one per sample"),
-        "split_points": Field(list, [], help="model_parallel: stage boundaries (layer indices)"),
+        "split_points": Field(list, [], _split_points, "model_parallel: stage boundaries (layer indices)",
+                              allowed=SPLIT_POINTS),
         "nnodes": Field(int, 1, low=1, high=MAX_DEVICES * 64),
         "node_rank": Field(int, 0, low=0, high=MAX_DEVICES * 64),
         "master_addr": Field(str, "127.0.0.1"),
@@ -207,10 +248,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
     "script": {
         "path": Field(str, "", script_fields.script_path, "the training script of a run of kind script"),
-        "args": Field(list, [], script_fields.strings, "its command-line arguments"),
+        "args": Field(list, [], script_fields.strings, "its command-line arguments",
+                      allowed="a list of strings"),
         "nproc": Field(int, 0, help="0 = plain python; N: torch.distributed.run, N processes", low=0,
                        high=MAX_DEVICES, why="processes per node"),
-        "patterns": Field(list, [], script_fields.patterns, "metric regexes with named groups (?P<loss>...)"),
+        "patterns": Field(list, [], script_fields.patterns, "metric regexes with named groups (?P<loss>...)",
+                          allowed="a list of regex strings"),
         "parse_output": Field(bool, True, help="read metrics from the script's printed lines"),
         "tensorboard": Field(str, "", help="a folder the script writes TensorBoard event files to"),
     },
@@ -236,26 +279,6 @@ def load(path: str | os.PathLike[str], overrides: list[str] = ()) -> Config:  # 
     return validate(raw)
 
 
-def read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """A TOML config file as it is written (not validated)."""
-    try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError("config", "file not found", str(path)) from None
-    except tomllib.TOMLDecodeError as e:
-        raise toml_error(path, e) from None
-
-
-def toml_error(path: str | os.PathLike[str], error: tomllib.TOMLDecodeError) -> ConfigError:
-    """`PATH: line N: is not valid TOML: what (column C)`, from tomllib's "what (at line N, column C)"."""
-    where = TOML_WHERE.search(str(error))
-    if where is None:
-        return ConfigError(str(path), f"is not valid TOML: {error}")
-    what = str(error)[: where.start()].rstrip()
-    return ConfigError(f"{path}: line {where['line']}", f"is not valid TOML: {what} (column {where['col']})")
-
-
 def apply_override(raw: dict[str, Any], item: str) -> None:
     """Apply one `--set section.key=value`; the value is read as TOML, else taken as a string."""
     key, sep, text = item.partition("=")
@@ -269,8 +292,11 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
     raw.setdefault(section, {})[name] = value
 
 
-def validate(raw: dict[str, Any]) -> Config:
-    """Check every section and key against SCHEMA; return the full config with defaults filled in."""
+def validate(raw: dict[str, Any], here: bool = True) -> Config:
+    """Check every section and key against SCHEMA; return the full config with defaults filled in.
+
+    `here`: the devices are checked against this machine (False: they are another machine's, e.g. a
+    search's trials on a Ray cluster, which check them where they run)."""
     config = defaults()
     for section, values in raw.items():
         if section == "tune":  # a tune run's own section (tune_config.py checks it); a plain run ignores it
@@ -282,6 +308,8 @@ def validate(raw: dict[str, Any]) -> Config:
         for key, value in values.items():
             config[section][key] = _check(section, key, value)
     _check_together(config)
+    if here:
+        check_devices(config["strategy"])
     return config
 
 
@@ -290,21 +318,10 @@ def _check(section: str, key: str, value: Any) -> Any:
     spec = SCHEMA[section].get(key)
     if spec is None:
         raise ConfigError(name, "unknown key; allowed: " + ", ".join(SCHEMA[section]))
-    value = _coerce(name, spec, value)
+    value = spec.coerce(name, value)
     problem = spec.problem(value)
     if problem:
         raise ConfigError(name, problem, value)
-    return value
-
-
-def _coerce(name: str, spec: Field, value: Any) -> Any:
-    types = spec.type if isinstance(spec.type, tuple) else (spec.type,)
-    if float in types and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, bool) and bool not in types:
-        raise ConfigError(name, "must be " + " or ".join(t.__name__ for t in types), value)
-    if not isinstance(value, types):
-        raise ConfigError(name, "must be " + " or ".join(t.__name__ for t in types), value)
     return value
 
 
@@ -317,7 +334,7 @@ def _check_together(config: Config) -> None:
             raise ConfigError("data.root", "must be an existing local folder", data["root"])
     shape = data["shape"]
     if len(shape) != 3 or not all(isinstance(n, int) and n >= 1 for n in shape):
-        raise ConfigError("data.shape", "must be three positive integers [C, H, W]", shape)
+        raise ConfigError("data.shape", "must be " + SHAPE, shape)
     for name, path in (("model.weights", model["weights"]), ("train.resume_from", train["resume_from"])):
         if path:
             check_checkpoint_file(name, path)
@@ -358,18 +375,6 @@ def dumps(config: Config) -> str:
     lines: list[str] = []
     for section, values in config.items():
         lines.append(f"[{section}]")
-        lines += [f"{k} = {_toml_value(v)}" for k, v in values.items()]
+        lines += [f"{k} = {toml_text(v)}" for k, v in values.items()]
         lines.append("")
     return "\n".join(lines)
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(i) for i in v) + "]"
-    if isinstance(v, dict):  # an inline table, e.g. [tune]'s search space
-        return "{ " + ", ".join(f"{_toml_value(str(k))} = {_toml_value(i)}" for k, i in v.items()) + " }"
-    return repr(v)

@@ -70,7 +70,8 @@ TUNE_SCHEMA: dict[str, Field] = {
     "ray_address": Field(str, "", _address, "join this Ray cluster"),
     "reuse_actors": Field(bool, True, help="reuse Ray workers between trials (no torch re-import)"),
     "seed": Field(int, 0, help="the searcher's random seed", low=0, high=SEED_MAX, why="NumPy's seed range"),
-    "space": Field(dict, {}, help="the search space: \"section.key\" = { kind = [...] }"),
+    "space": Field(dict, {}, help="the search space: \"section.key\" = { kind = [...] }",
+                   allowed='a table of search keys, e.g. "train.lr" = { loguniform = [1e-4, 0.1] }'),
 }
 
 
@@ -105,14 +106,16 @@ def validate_tune(raw: dict[str, Any]) -> Config:
     tune_raw = raw.pop("tune", None)
     if not isinstance(tune_raw, dict):
         raise ConfigError("tune", "a tune config needs a [tune] section (with [tune.space])")
-    config = validate(raw)
     tune = {k: _copy(f.default) for k, f in TUNE_SCHEMA.items()}
     for key, value in tune_raw.items():
         tune[key] = _check(key, value)
+    here = not tune["ray_address"]  # on a Ray cluster, each trial checks its devices where it runs
+    config = validate(raw, here)
     tune["max_t"] = tune["max_t"] or config["train"]["epochs"]
     config["train"]["epochs"] = tune["max_t"]
     _check_tune(config, tune)
-    tune["space"] = {k: _check_entry(raw, k, entry, tune["search"]) for k, entry in tune["space"].items()}
+    search = tune["search"]
+    tune["space"] = {k: _check_entry(raw, k, entry, search, here) for k, entry in tune["space"].items()}
     config["tune"] = tune
     return config
 
@@ -126,11 +129,7 @@ def _check(key: str, value: Any) -> Any:
     spec = TUNE_SCHEMA.get(key)
     if spec is None:
         raise ConfigError(name, "unknown key; allowed: " + ", ".join(TUNE_SCHEMA))
-    if spec.type is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if isinstance(value, bool) is not (spec.type is bool) or not isinstance(value, spec.type):
-        what = "a table of search keys" if spec.type is dict else spec.type.__name__
-        raise ConfigError(name, f"must be {what}", value)
+    value = spec.coerce(name, value)
     problem = spec.problem(value)
     if problem:
         raise ConfigError(name, problem, value)
@@ -176,7 +175,7 @@ def _kind_of(name: str, entry: Any) -> tuple[str, Any]:
     return kind, args
 
 
-def _check_entry(raw: dict[str, Any], key: str, entry: Any, search: str) -> dict[str, Any]:
+def _check_entry(raw: dict[str, Any], key: str, entry: Any, search: str, here: bool) -> dict[str, Any]:
     """One search key: a config key, a kind the searcher takes, arguments of the right shape, and
     every value a trial may get valid in the run config."""
     name = f"tune.space.{key}"
@@ -191,7 +190,7 @@ def _check_entry(raw: dict[str, Any], key: str, entry: Any, search: str) -> dict
     else:
         values = _range(name, kind, args, SCHEMA[section][item])
     for value in values:
-        _check_value(raw, name, section, item, value)
+        _check_value(raw, name, section, item, value, here)
     return {kind: list(args)}
 
 
@@ -224,12 +223,12 @@ def _range(name: str, kind: str, args: Any, spec: Field) -> list[Any]:
     return [low, high - 1] if kind == "randint" else [low, high]
 
 
-def _check_value(raw: dict[str, Any], name: str, section: str, item: str, value: Any) -> None:
+def _check_value(raw: dict[str, Any], name: str, section: str, item: str, value: Any, here: bool) -> None:
     """Validate the whole run config with this value in place (cross-key checks included)."""
     trial = {s: dict(v) for s, v in raw.items() if isinstance(v, dict)}
     trial.setdefault(section, {})[item] = value
     try:
-        validate(trial)
+        validate(trial, here)
     except ConfigError as e:
         raise ConfigError(name, f"value {value!r} is not allowed: {e}") from None
 

@@ -6,13 +6,12 @@ ddp and model_parallel still run their multi-process / multi-stage code path on 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import torch
 
 from ..errors import StrategyUnavailable
-from ..protocol import Config
+from ..protocol import Config, machine
 
 CPU_AUTO = 2  # ddp workers / model_parallel stages for `devices = 'auto'` without a GPU
 
@@ -41,16 +40,18 @@ def gpu_ids(devices: Any) -> list[int]:
     return wanted
 
 
-def cpu_slots(devices: Any) -> int:
+def cpu_slots(devices: Any, oversubscribe: bool = False) -> int:
     """How many CPU workers/stages `strategy.devices` asks for (a list counts its entries), at most one per
-    core of this machine: a clear refusal, not a MemoryError or a machine swamped by processes."""
-    cores = os.cpu_count() or 1
+    core of this machine unless `oversubscribe`: a clear refusal, not a machine swamped by processes.
+    (Validation refuses the same on the machine it runs on; this holds where a config skipped it.)"""
+    cores = machine.cpu_count()
     if devices == "auto":
         return max(1, min(CPU_AUTO, cores))
     slots = devices if isinstance(devices, int) else len(devices)
-    if slots > cores:
+    if slots > cores and not oversubscribe:
         raise StrategyUnavailable(f"strategy.devices = {devices!r} asks for {slots} CPU workers, but this "
-                                  f"machine has {cores} CPU cores and no GPU in use; lower strategy.devices")
+                                  f"machine has {cores} CPU cores and no GPU in use; lower strategy.devices "
+                                  "(or set strategy.oversubscribe = true)")
     return slots
 
 
@@ -62,4 +63,4 @@ def resolve(config: Config) -> list[torch.device]:
         if not ids:
             raise StrategyUnavailable("strategy.devices selects no GPU")
         return [torch.device("cuda", i) for i in ids]
-    return [torch.device("cpu")] * cpu_slots(strategy["devices"])
+    return [torch.device("cpu")] * cpu_slots(strategy["devices"], strategy.get("oversubscribe", False))
