@@ -40,7 +40,7 @@ def new_run_id(name: str) -> str:
 
 
 class RunDir:
-    """One run's directory and the files in it (see shared/DESIGN.md)."""
+    """One run's directory and the files in it (the layout: README, "Headless CLI")."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
