@@ -42,7 +42,7 @@ class TrainConsole(App[None]):
     ENABLE_COMMAND_PALETTE = False
     TITLE = "trainconsole"
     BINDINGS = [
-        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("question_mark", "screen.help", "Help", key_display="?"),  # each screen's own help
         Binding("q", "quit", "Quit"),
     ]
 
@@ -61,7 +61,6 @@ class TrainConsole(App[None]):
         self.config_path = str(config_path or DEMO)
         self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
-        self.goodbye = ""
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
 
     @cached_property
@@ -159,34 +158,24 @@ class TrainConsole(App[None]):
         if self.screen_stack and self.dashboard:
             self.main.show_devices()
 
-    # -- global keys ----------------------------------------------------------------------------------
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`?` waits (dimmed) for the dashboard; `q` always works."""
-        return None if action == "help" and not self.dashboard else True
+    # -- workers and quitting ---------------------------------------------------------------------------
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed action is shown, never fatal."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
             self.notify(f"{event.worker.name}: {event.worker.error}", severity="error", timeout=8)
 
-    def action_help(self) -> None:
-        """Every key and what it does."""
-        from console.screens.help_screen import HelpScreen
-        from console.screens.keys import help_keys
-
-        self.push_screen(HelpScreen.of(help_keys(self.BINDINGS)))  # type: ignore[arg-type]
-
-    async def action_quit(self) -> None:
-        """Quit; the runs keep going."""
-        running = sum(r.status == "running" for r in self.board.runs.values())
-        self.goodbye = (f"trainconsole: closed. {running} run(s) keep going in the background; "
-                        "`trainconsole` reattaches, `trainconsole ls` lists them.")
-        self.exit()
-
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        """Run the console; on quitting, say (on the restored terminal) that the runs keep going."""
+        """Run the console; on quitting (`q`, Textual's own quit), say on the restored terminal that the runs
+        keep going."""
         result = super().run(*args, **kwargs)
-        if self.goodbye:
+        if self.dashboard and self.return_code == 0:  # (not after a hang-up: the terminal is gone)
             print(self.goodbye, file=sys.stderr)
         return result
+
+    @property
+    def goodbye(self) -> str:
+        """What quitting says: how many runs go on without the console."""
+        running = sum(r.status == "running" for r in self.board.runs.values())
+        return (f"trainconsole: closed. {running} run(s) keep going in the background; "
+                "`trainconsole` reattaches, `trainconsole ls` lists them.")

@@ -102,6 +102,12 @@ class CompareScreen(Screen[Edit | None]):
         run_id = self.comparison.runs[min(max(column - 1, 0), len(self.runs) - 1)].id
         self.dismiss((run_id, self.comparison.differs))
 
+    def action_help(self) -> None:
+        """Every key and what it does."""
+        from console.screens.help_screen import show_help
+
+        show_help(self.app)
+
     def action_back(self) -> None:
         """Back to the dashboard."""
         self.dismiss(None)

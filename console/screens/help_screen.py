@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
@@ -44,3 +44,10 @@ class HelpScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         """Title the dialog."""
         self.query_one("#help").border_title = "keys"
+
+
+def show_help(app: App[object]) -> None:
+    """`?` from any screen: every key of the dashboard and the app (the same list wherever it is asked)."""
+    from console.screens.keys import help_keys
+
+    app.push_screen(HelpScreen.of(help_keys([b for b in app.BINDINGS if isinstance(b, Binding)])))

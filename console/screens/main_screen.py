@@ -23,6 +23,7 @@ from console.core.selection import Selection
 from console.core.weights import Snapshot
 from console.screens.confirm_screen import ConfirmScreen
 from console.screens.frames import Frames
+from console.screens.help_screen import show_help
 from console.screens.keys import KEYS, PANE_KEYS, RANK
 from console.screens.path_screen import PathScreen
 from console.screens.run_commands import RunCommands
@@ -305,6 +306,10 @@ class MainScreen(Screen[None]):
         self.commands.train_trial(found[0], trial.number, dict(trial.config))
 
     # -- keys that change what is shown ---------------------------------------------------------------
+
+    def action_help(self) -> None:
+        """Every key and what it does."""
+        show_help(self.app)
 
     def action_mark(self) -> None:
         """Overlay the selected run on the plot (or take it off)."""
