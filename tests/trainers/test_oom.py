@@ -96,7 +96,7 @@ def test_capped_run_recovers_keeps_the_batch_and_matches_uncapped(tc_home: Path)
     state = torch.load(capped.last_ckpt, weights_only=True)
     assert state["micro_batch"] == last["micro_batch"] and state["step"] == 6
     # resume starts at the recorded micro-batch: no second out-of-memory
-    assert train(capped, "--resume", timeout=240) == 0
+    assert train(capped, "--resume", timeout=WALL_S) == 0
     assert events(capped, "started")[-1]["micro_batch"] == last["micro_batch"]
     assert len(events(capped, "oom_recovered")) == len(oom)
 
