@@ -11,6 +11,7 @@ from typing import Any
 
 import psutil
 import pytest
+from textual.widgets import Input
 
 from console.app import TrainConsole
 from console.services.gpu import SimulatedGpus
@@ -143,6 +144,14 @@ async def settle(pilot: Any, timeout: float = 10.0) -> None:
     await pilot.pause()
 
 
+async def steady_cursors(pilot: Any) -> None:
+    """Stop every text field's cursor from blinking, shown: a blink is a 0.5 s clock, and a snapshot taken
+    more than half a second after the last key (a busy machine) would catch the cursor hidden."""
+    for field in pilot.app.screen.query(Input):
+        field.cursor_blink = False  # Textual then shows the cursor of a focused field, steadily
+    await pilot.pause()
+
+
 def after(*keys: str) -> Callable[[Any], Any]:
     """A snapshot's run_before: settle, press keys, then draw the frame and plot at once (no timers)."""
     async def run_before(pilot: Any) -> None:
@@ -151,7 +160,7 @@ def after(*keys: str) -> Callable[[Any], Any]:
         await pilot.pause()
         pilot.app.main.frames.draw_frame()
         pilot.app.main.frames.draw_plot()
-        await pilot.pause()
+        await steady_cursors(pilot)
 
     return run_before
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import after, make_app, settle
+from conftest import after, make_app, settle, steady_cursors
 
 NARROW, WIDE = (80, 24), (120, 40)
 DOWN2 = ("down", "down")
@@ -35,7 +35,7 @@ class TestWide:
             await pilot.pause(0.2)
             # The log pane's scroll to its end can land before or after the last layout: pin it.
             pilot.app.main.query_one("#log-scroll").scroll_end(animate=False, immediate=True)
-            await pilot.pause()
+            await steady_cursors(pilot)  # the lr field's cursor, shown as the last key left it
 
         assert snap_compare(make_app(fixture_home, gpus=0), terminal_size=WIDE, run_before=before)
 

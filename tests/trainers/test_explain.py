@@ -214,32 +214,50 @@ def test_layer_trace_stops_at_the_failing_layer() -> None:
         ("0", [1, 1, 8, 8], [1, 64]), ("1", [1, 64], [1, 8]), ("2", [1, 8], None)]
 
 
-class _Precision:
-    """A stand-in precision whose autocast makes the step artificially slow."""
-
-    name, dtype = "bf16", torch.bfloat16
-
-    def autocast(self) -> object:
-        import contextlib
-        import time
-
-        @contextlib.contextmanager
-        def slow() -> object:
-            time.sleep(0.05)
-            yield
-        return slow()
-
-
-def test_a_much_slower_precision_is_warned_about_with_the_ratio() -> None:
+def probe(timings: dict[str, float] | None = None, precision: str = "bf16") -> tuple[float | None, list[dict],
+                                                                                  nn.Module]:
+    """Run the precision probe on a small CPU model. With `timings` ({"fp32": s, "chosen": s}) the probe's
+    passes still run, but each is said to take those seconds: the ratio is the test's, not the load's."""
+    from trainers.optim import Precision
     from trainers.strategies.single import SingleDevice
 
     strategy = SingleDevice(make_config(strategy={"accelerator": "cpu"}))
     model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))
     data = torch.utils.data.TensorDataset(torch.randn(16, 1, 8, 8), torch.zeros(16, dtype=torch.long))
+    chosen = Precision(precision, strategy.device, lambda **f: None)
+
+    def timer(model: nn.Module, x: torch.Tensor, y: torch.Tensor, context: object, device: object) -> float:
+        precision_probe.step_seconds(model, x, y, context, device)
+        return timings["chosen" if context == chosen.autocast else "fp32"]
+
     warnings: list[dict] = []
-    ratio = precision_probe.check(model, data, strategy, _Precision(), lambda kind, **f: warnings.append(f))
-    assert ratio is not None and ratio > precision_probe.SLOW_RATIO
+    ratio = precision_probe.check(model, data, strategy, chosen, lambda kind, **f: warnings.append(f),
+                                  timer=timer if timings else None)
+    return ratio, warnings, model
+
+
+def test_a_much_slower_precision_is_warned_about_with_the_ratio() -> None:
+    ratio, warnings, model = probe({"fp32": 0.002, "chosen": 0.1})
+    assert ratio == pytest.approx(50.0)
     (warning,) = warnings
-    assert warning["code"] == "slow_precision" and warning["ratio"] == round(ratio, 1)
-    assert "slower than fp32 on cpu" in warning["message"] and "train.precision = 'fp32'" in warning["hint"]
+    assert warning["code"] == "slow_precision" and warning["ratio"] == 50.0
+    assert warning["message"] == ("train.precision = 'bf16' runs 50x slower than fp32 on cpu "
+                                  "(forward+backward of 8 samples: 100 ms vs 2.0 ms)")
+    assert "train.precision = 'fp32'" in warning["hint"]
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_a_precision_less_than_the_slow_ratio_slower_is_not_warned_about() -> None:
+    below = precision_probe.SLOW_RATIO * 0.95
+    ratio, warnings, _ = probe({"fp32": 0.01, "chosen": 0.01 * below})
+    assert ratio == pytest.approx(below) and warnings == []
+
+
+def test_the_real_probe_times_both_precisions_and_leaves_the_model_as_it_was() -> None:
+    """End to end with the real clock: a ratio, at most one warning, no gradient left behind, training
+    mode restored. How fast bf16 is here is the machine's business, not the test's."""
+    ratio, warnings, model = probe()
+    assert ratio is not None and ratio > 0 and math.isfinite(ratio)
+    assert [w["code"] for w in warnings] in ([], ["slow_precision"])
+    assert all(p.grad is None for p in model.parameters()) and model.training
+    assert probe(precision="fp32")[0] is None  # fp32 is not compared with itself

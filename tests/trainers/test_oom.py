@@ -35,9 +35,27 @@ HOG = textwrap.dedent('''
 ''')
 
 
+#: The product's own hang detector, shortened: a rank that waits this long at a collective (the ranks'
+#: `TRAINCONSOLE_DIST_TIMEOUT_S`, with no full-disk pause added) fails the run, naming the collective. Far
+#: above any wait between two ranks of these small runs, even on a busy machine.
+HANG_S = 120
+#: A last resort for a hang outside any collective: a run here takes ~35 s (mostly starting three Python
+#: processes that import torch) on a quiet machine, and a few times that on a busy one.
+WALL_S = 600
+
+
 def run_config(tc_home: Path, config: dict, *args: str, **kwargs: object) -> tuple[int, object]:
     run = make_run(tc_home, config)
-    return train(run, *args, timeout=240, **kwargs), run
+    return train(run, *args, timeout=WALL_S, **kwargs), run
+
+
+def unfinished(code: int, run: object) -> str:
+    """Why the run did not finish ('' if it did): a hang shows as a rank's collective timing out."""
+    if code == 0 and run_status(run) == "finished":
+        return ""
+    failed = events(run, "failed")
+    cause = failed[-1]["cause"] if failed else run.stderr.read_text()[-2000:]
+    return f"exit {code}, {run_status(run)}: {cause}"
 
 
 def same_training(run: object, reference: object) -> bool:
@@ -78,26 +96,34 @@ def test_capped_run_recovers_keeps_the_batch_and_matches_uncapped(tc_home: Path)
     state = torch.load(capped.last_ckpt, weights_only=True)
     assert state["micro_batch"] == last["micro_batch"] and state["step"] == 6
     # resume starts at the recorded micro-batch: no second out-of-memory
-    assert train(capped, "--resume", timeout=240) == 0
+    assert train(capped, "--resume", timeout=WALL_S) == 0
     assert events(capped, "started")[-1]["micro_batch"] == last["micro_batch"]
     assert len(events(capped, "oom_recovered")) == len(oom)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3 * WALL_S)  # three runs: ~110 s quiet; a hang fails a run after HANG_S
 def test_ddp_ranks_agree_on_the_micro_batch_and_never_hang(tc_home: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRAINCONSOLE_DIST_TIMEOUT_S", str(HANG_S))
     ddp = {"name": "ddp", "devices": 2, "accelerator": "cpu"}  # 2 gloo workers, on a GPU box too
-    code, free_run = run_config(tc_home, capped_config(0, **ddp))
-    assert code == 0
-    code, capped = run_config(tc_home, capped_config(60, **ddp))
-    assert code == 0 and run_status(capped) == "finished", capped.stderr.read_text()
+
+    def ddp_run(cap: int) -> tuple[int, object]:
+        config = capped_config(cap, **ddp)
+        config["train"]["disk_full_wait_s"] = 0.0  # nothing is added to HANG_S at a collective
+        return run_config(tc_home, config)
+
+    code, free_run = ddp_run(0)
+    assert not (why := unfinished(code, free_run)), why
+    code, capped = ddp_run(60)
+    assert not (why := unfinished(code, capped)), why
     oom = events(capped, "oom_recovered")
     assert oom and oom[-1]["batch_size"] == 256 and oom[-1]["micro_batch"] < 128  # 128 per rank
     assert same_training(capped, free_run)
     # only rank 1 fails, in backward: rank 0 must not wait in an all-reduce for ever
     monkeypatch.setenv("TRAINCONSOLE_OOM_AT", "1:3:backward")
-    code, one_rank = run_config(tc_home, capped_config(0, **ddp))
-    assert code == 0 and run_status(one_rank) == "finished", one_rank.stderr.read_text()
+    code, one_rank = ddp_run(0)
+    assert not (why := unfinished(code, one_rank)), why
     (oom,) = events(one_rank, "oom_recovered")
     assert oom["failed_ranks"] == [1] and oom["step"] == 3 and oom["micro_batch"] == 64
     assert oom["phase"] == "other rank" and oom["accumulate"] == 2

@@ -171,5 +171,8 @@ def killed_cleanly(home: Path, run_id: str, env: dict[str, str], since: float) -
 def test_a_ray_client_address_is_refused_before_ray_starts(home: Path) -> None:
     out = cli("tune", "examples/tune_digits_random_asha.toml", "--ray-address", "ray://127.0.0.1:10001",
               env={**os.environ, "TRAINCONSOLE_HOME": str(home)})
-    assert out.returncode == 2 and "tune.ray_address" in out.stderr and "ray://" in out.stderr
-    assert out.stderr.count("\n") == 1 and not (home / "runs").exists() or not any((home / "runs").iterdir())
+    lines = out.stderr.splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr  # one line, and nothing else
+    assert "tune.ray_address" in lines[0] and "ray://" in lines[0], out.stderr
+    runs = home / "runs"
+    assert not runs.exists() or not any(runs.iterdir()), "a refused search created a run"

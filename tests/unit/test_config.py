@@ -115,10 +115,13 @@ def test_protocol_does_not_import_torch() -> None:
 
 
 @pytest.mark.parametrize("path", sorted(Path("examples").glob("*.toml")), ids=lambda p: p.name)
-def test_every_example_config_validates(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_example_config_validates_to_what_it_says(path: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Run configs as runs, tune configs with their [tune] section (the transfer examples name a weights file
     the user provides: a stand-in checkpoint here), on the machine they are written for: 2 cores, no GPU
-    (`devices = 2` is two CPU workers there; a box with one GPU refuses it, rightly)."""
+    (`devices = 2` is two CPU workers there; a box with one GPU refuses it, rightly). Every key the file
+    sets keeps its value, every key it leaves out gets the schema's default (a tune config's max_t is its
+    trials' epochs)."""
     monkeypatch.setattr(machine, "cpu_count", lambda: 2)
     monkeypatch.setattr(machine, "gpu_count", lambda: 0)
     weights = tmp_path / "weights.pt"
@@ -127,13 +130,30 @@ def test_every_example_config_validates(path: Path, tmp_path: Path, monkeypatch:
     raw = protocol.config.read(path)
     sets = [f"model.weights={json.dumps(str(weights))}"] if raw.get("model", {}).get("weights") else []
     config = load_tune(path, sets) if "tune" in raw else protocol.load(path, sets)
-    assert config["model"]["name"] and config["strategy"]["name"]
+    expected = protocol.defaults()
+    for section, values in raw.items():
+        if section != "tune":
+            expected[section].update(values)
+    if sets:
+        expected["model"]["weights"] = str(weights)
+    if "tune" in raw:
+        expected["train"]["epochs"] = raw["tune"].get("max_t") or expected["train"]["epochs"]
+    assert {section: config[section] for section in expected} == expected
 
 
-def test_every_number_has_a_range_and_every_name_list_is_the_schema_s() -> None:
-    """A range (both ends) for every int/float key of the run and tune schemas; the names that code
-    elsewhere lists (strategies, optimizers, searchers, metrics) come from the schema."""
-    from trainers.protocol.tune_config import METRICS, SEARCHERS, TUNE_SCHEMA
+def test_keys_left_out_get_their_defaults_and_the_others_keep_their_values() -> None:
+    config = protocol.validate({"train": {"lr": 0.5, "optimizer": "adam"}, "data": {"name": "synthetic"}})
+    assert config["train"]["lr"] == 0.5 and config["train"]["optimizer"] == "adam"
+    assert config["data"]["name"] == "synthetic"
+    for section, fields in protocol.SCHEMA.items():
+        for key, field in fields.items():
+            if (section, key) not in {("train", "lr"), ("train", "optimizer"), ("data", "name")}:
+                assert config[section][key] == field.default, f"{section}.{key}"
+
+
+def test_every_number_has_a_range() -> None:
+    """A range (both ends) for every int/float key of the run and tune schemas."""
+    from trainers.protocol.tune_config import TUNE_SCHEMA
 
     fields = {f"{s}.{k}": f for s, keys in protocol.SCHEMA.items() for k, f in keys.items()}
     fields.update({f"tune.{k}": f for k, f in TUNE_SCHEMA.items()})
@@ -141,7 +161,6 @@ def test_every_number_has_a_range_and_every_name_list_is_the_schema_s() -> None:
                                                                       else (f.type,))}
     unbounded = [n for n, f in numbers.items() if not f.choices and (f.low is None or f.high is None)]
     assert not unbounded and len(numbers) >= 30
-    assert TUNE_SCHEMA["search"].choices == SEARCHERS and TUNE_SCHEMA["metric"].choices == tuple(METRICS)
 
 
 #: Issue 16's nonsense inputs: (a --set for `trainconsole run` or `tune`, the field its one line names).
@@ -216,6 +235,30 @@ def test_a_range_s_reason_and_the_machine_s_limit_are_in_the_error() -> None:
         protocol.validate(good)
     with pytest.raises(ConfigError, match=r"^train.lr: must be > 0 and <= 10: .*\(got nan\)$"):
         protocol.validate({"train": {"lr": float("nan")}})
+
+
+SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bayesopt")
+METRICS = ("val_acc", "val_loss", "train_loss")
+
+
+@pytest.mark.parametrize("search", SEARCHERS)
+def test_every_searcher_is_accepted(search: str, tmp_path: Path) -> None:
+    sets = [f"tune.search={search}", 'tune.space.train.lr={uniform=[0.001, 0.1]}']
+    if search == "grid":
+        sets.append("tune.space.train.batch_size={grid=[32, 64]}")
+    assert load_tune(write(tmp_path, TUNE_TOML), sets)["tune"]["search"] == search
+
+
+@pytest.mark.parametrize(("item", "line"), [
+    ("tune.search=sgd", f"tune.search: must be one of {', '.join(SEARCHERS)} (got \"sgd\")"),
+    ("tune.metric=accuracy", f"tune.metric: must be one of {', '.join(METRICS)} (got \"accuracy\")"),
+    ("tune.scheduler=hyperband", "tune.scheduler: must be one of asha, none (got \"hyperband\")"),
+])
+def test_a_name_outside_its_list_is_refused_naming_every_allowed_one(item: str, line: str,
+                                                                     tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_tune(write(tmp_path, TUNE_TOML), [item])
+    assert str(err.value) == line
 
 
 def test_tune_mode_follows_the_metric(tmp_path: Path) -> None:

@@ -20,10 +20,16 @@ SLOW_RATIO = 3.0  # warn when the chosen precision's step takes this many times 
 SAMPLES = 8
 
 
+#: How a probe times one precision: (model, inputs, targets, autocast context, device) -> seconds.
+Timer = Callable[[nn.Module, torch.Tensor, torch.Tensor, Callable[[], Any], torch.device], float]
+
+
 def check(model: nn.Module, dataset: Dataset, strategy: Any, precision: Any,
-          emit: Callable[..., Any]) -> float | None:
-    """Time forward+backward of a few samples in fp32 and in `precision`; warn if much slower.
-    Returns the ratio (None for fp32). Gradients and the RNG state are left as they were."""
+          emit: Callable[..., Any], timer: Timer | None = None) -> float | None:
+    """Time forward+backward of a few samples in fp32 and in `precision` (with `timer`, `step_seconds`
+    unless a test gives its own); warn if much slower. Returns the ratio (None for fp32). Gradients and
+    the RNG state are left as they were."""
+    timer = timer or step_seconds
     if precision.dtype is None:
         return None
     x = torch.stack([dataset[i][0] for i in range(min(SAMPLES, len(dataset)))])
@@ -32,8 +38,8 @@ def check(model: nn.Module, dataset: Dataset, strategy: Any, precision: Any,
     rng, was_training = torch.get_rng_state(), model.training
     model.eval()  # batch-norm running statistics must not learn from the probe
     try:
-        fp32 = _seconds(model, x, y, contextlib.nullcontext, device)
-        chosen = _seconds(model, x, y, precision.autocast, device)
+        fp32 = timer(model, x, y, contextlib.nullcontext, device)
+        chosen = timer(model, x, y, precision.autocast, device)
     finally:
         torch.set_rng_state(rng)
         model.zero_grad(set_to_none=True)
@@ -47,8 +53,8 @@ def check(model: nn.Module, dataset: Dataset, strategy: Any, precision: Any,
     return ratio
 
 
-def _seconds(model: nn.Module, x: torch.Tensor, y: torch.Tensor, context: Callable[[], Any],
-             device: torch.device) -> float:
+def step_seconds(model: nn.Module, x: torch.Tensor, y: torch.Tensor, context: Callable[[], Any],
+                 device: torch.device) -> float:
     """The faster of two timed forward+backward passes, after one warm-up."""
     best = float("inf")
     for i in range(3):
