@@ -27,6 +27,7 @@ from trainers.reaper import die_with_parent
 from .memory import TreeMemory
 from .output import OutputEvents, Pump
 from .report import ENV_EVENTS, ENV_RUN_ID
+from .steps import batch_size
 from .tensorboard_tail import TensorBoardTail
 from .tracebacks import hint
 
@@ -94,7 +95,8 @@ class ScriptRun:
                          devices=devices, script=script["path"], args=script["args"], pid=self.proc.pid,
                          **({"resumed": True} if resumed else {}))
         memory = TreeMemory(self.proc.pid)
-        events = OutputEvents(self.writer, script["patterns"], script["parse_output"], memory)
+        events = OutputEvents(self.writer, script["patterns"], script["parse_output"], memory,
+                              batch_size=batch_size(script["args"]))
         assert self.proc.stdout is not None and self.proc.stderr is not None
         pumps = [Pump(self.proc.stdout.fileno(), sys.stdout.fileno(), events.stdout),
                  Pump(self.proc.stderr.fileno(), sys.stderr.fileno(), events.stderr)]
@@ -105,6 +107,7 @@ class ScriptRun:
         deadline = time.monotonic() + DRAIN_S
         for pump in pumps:
             pump.join(timeout=max(0.0, deadline - time.monotonic()))
+        events.close()
         tensorboard.finish()
         self._final(code, events)
         return code
