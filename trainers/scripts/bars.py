@@ -47,12 +47,14 @@ class Bars:
             return False
         return bool(EPOCH_BAR.search(line)) or self.metric_bars.get(stream, total) != total
 
-    def step(self, stream: str, n: int, total: int, step: int) -> int:
-        """The step of count N of a bar of TOTAL, STEP being the run's step before this state."""
-        bar = self.bars.get((stream, total))
-        if bar is None or not bar.goes_on(n, total):
+    def step(self, stream: str, n: int, total: int, step: int) -> tuple[int, bool]:
+        """The step of count N of a bar of TOTAL, STEP being the run's step before this state; and
+        whether the state begins a new bar."""
+        bar: Bar | None = self.bars.get((stream, total))
+        new = bar is None or not bar.goes_on(n, total)
+        if new:
             bar = self.bars[(stream, total)] = Bar(base=step, total=total, n=n)
         bar.n = n
         if self.epochs_done is not None:  # under a bar of epochs: whole epochs of this bar before it
-            return self.epochs_done * total + n
-        return bar.base + n
+            return self.epochs_done * total + n, new
+        return bar.base + n, new

@@ -17,8 +17,9 @@ from .plain import plain
 READERS = (json_lines.read, hf_lines.read, keras_lines.read)
 
 
-def read(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = False) -> Parsed:  # type: ignore[assignment]
-    """What LINE says, by the first reader that knows its shape."""
+def read(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = False,  # type: ignore[assignment]
+         trained: bool = False) -> Parsed:
+    """What LINE says, by the first reader that knows its shape (EVALUATING, TRAINED: see `lines.parse`)."""
     text = plain(line)
     first = text.lstrip()[:1]
     if first == "{" or first == "E" or first.isdigit():  # the only shapes the readers claim
@@ -26,4 +27,4 @@ def read(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = Fal
             parsed = reader(text)
             if parsed is not None:
                 return parsed
-    return parse(text, patterns, evaluating)
+    return parse(text, patterns, evaluating, trained)

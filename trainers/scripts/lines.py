@@ -23,14 +23,23 @@ NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 KEY = r"[A-Za-z][\w./@-]*(?:\((?:[^()\s]|\([^()\s]*\))*\))?"  # also D(x), D(G(z)), Acc@1, train/loss
 KEY_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>{KEY})\s*[:=]\s*(?P<value>{NUM})(?:\s*/\s*(?P<of>{NUM}))?"
                        rf"(?P<pct>%)?")
-WORD_VALUE = re.compile(rf"\b(?P<key>(?:epoch|step|iter|iteration|batch|loss|acc|accuracy|lr|ppl|perplexity|"
+WORD_VALUE = re.compile(rf"(?:\b(?P<qual>train|training|val|valid|validation|test|eval)[\s_])?"
+                        rf"\b(?P<key>(?:epoch|step|iter|iteration|batch|loss|acc|accuracy|lr|ppl|perplexity|"
                         rf"top[15]|acc@\d)[\w@]*)\s+(?P<value>{NUM})(?![\w/.])", re.IGNORECASE)
+#: `Accuracy of the network on the 10000 test images: 54 %`: a metric word, words, then its value.
+LEAD = re.compile(rf"^\s*(?P<key>accuracy|acc|loss|error)\b[^:=]{{0,80}}?:\s*(?P<value>{NUM})\s*(?P<pct>%)?",
+                  re.IGNORECASE)
+#: A time with its unit (nanoGPT's `time 120.50ms`).
+TIMED = re.compile(rf"\b(?P<key>time|dt|elapsed)\s*[:=]?\s*(?P<value>{NUM})\s?(?P<unit>ms|s)\b",
+                   re.IGNORECASE)
 #: One field between `|` or tabs: `valid loss  6.69`, `time:  49.81s`, `Acc@1   0.00 (  0.00)`.
 SEGMENT = re.compile(rf"^\s*(?P<key>[A-Za-z][\w@/() .-]*?)\s*:?\s+(?P<value>{NUM})\s*(?P<unit>ms|s|%)?"
                      rf"\s*(?:\(\s*{NUM}\s*\))?\s*$")
+#: `[1,  2000] loss: 2.196` (the PyTorch CIFAR-10 tutorial): epoch, then the position in it.
+PAIR = re.compile(r"\[\s*(?P<epoch>\d+)\s*,\s*(?P<value>\d+)\s*\]")
 BRACKET = re.compile(r"(?:\b(?P<key>[A-Za-z]\w*)\s*:?\s*)?\[\s*(?P<value>\d+)\s*(?:/\s*(?P<of>\d+)\s*)?"
                      r"(?P<pct>\(\s*\d+(?:\.\d*)?%\)\s*)?\]")
-PLACE = re.compile(r"\b(?P<key>epoch|step|iter|iteration|batch|batch_idx|global_step)\b\s*[:=#]?\s*"
+PLACE = re.compile(r"\b(?P<key>epoch|step|iter|iteration|batch|batch_idx|global_step|episode)\b\s*[:=#]?\s*"
                    r"(?P<value>\d+)(?:\s*/\s*(?P<of>\d+))?(?![\d.])", re.IGNORECASE)
 COUNT_OF = re.compile(r"(?<![\w.])(?P<value>\d+)\s*/\s*(?P<of>\d+)\s+(?P<key>batches|batch|steps|iters)\b")
 AFTER = re.compile(r"\bafter\s+(?P<value>\d+)\s+(?P<key>batches|steps|iterations|iters)\b", re.IGNORECASE)
@@ -41,17 +50,23 @@ RANK = re.compile(r"^\s*\[(?:rank|default)(?P<prefix>\d+)\]:\s?|\brank\s*[:=#]?\
                   re.IGNORECASE)
 EVAL_LINE = re.compile(r"\b(test|val|valid|validation|eval|evaluation|evaluating)\b", re.IGNORECASE)
 FINAL_LINE = re.compile(r"\b(end of training|after training|final test|test results?)\b", re.IGNORECASE)
+#: Training is over: what follows is a result (`Finished Training`, `Training complete`).
+TRAINING_DONE = re.compile(r"\b(finished training|training (?:is )?(?:complete|completed|finished|done)|"
+                           r"end of training)\b", re.IGNORECASE)
 
 
-def parse(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = False) -> Parsed:  # type: ignore[assignment]
+def parse(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = False,  # type: ignore[assignment]
+          trained: bool = False) -> Parsed:
     """What one printed line says (see the module docstring). EVALUATING: the script is in an evaluation
-    (its progress lines came before), so a plain metric line is the evaluation's result."""
+    (its progress lines or heading came before), so a plain metric line is the evaluation's result;
+    TRAINED: training is over, so an evaluation is a test result."""
     text = plain(line)
     where, text = _rank(text)
-    found = _fields(text, where)
+    eval_line = bool(EVAL_LINE.search(text))
+    found = _fields(text, where, eval_line)
     user = _user_fields(text, patterns)
-    eval_line = bool(EVAL_LINE.search(text)) or (evaluating and where.counter is None)
-    final = bool(FINAL_LINE.search(text))
+    eval_line = eval_line or (evaluating and where.counter is None)
+    final = bool(FINAL_LINE.search(text)) or (trained and eval_line)
     parsed = sort({**found, **user}, Parsed(where=where), eval_line, final)
     if not user and not any(is_metric(k) for k in parsed.step):
         parsed.step.clear()  # `epoch 3 lr 0.1`, or `val_loss: 0.3 lr: 0.1`: no training metric
@@ -59,10 +74,20 @@ def parse(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = Fa
 
 
 def evaluation_progress(line: str, parsed: Parsed) -> bool:
-    """Whether a line is one batch of an evaluation under way (`Test: [ 10/157] ...`): it never moves the
-    run's step, and the result that follows it is the evaluation's."""
+    """Whether a line is one batch of an evaluation under way (`Test: [ 10/157] ...`, a position of a
+    total): it never moves the run's step, and the result that follows it is the evaluation's."""
     where = parsed.where
-    return where.counter is not None and where.counter != where.total and bool(EVAL_LINE.search(line))
+    return where.total is not None and where.counter is not None and bool(EVAL_LINE.search(line))
+
+
+def evaluation_heading(line: str, parsed: Parsed) -> bool:
+    """`Test Error: ` on a line of its own: the evaluation's result comes on the next line."""
+    return not parsed.metrics and line.rstrip().endswith(":") and bool(EVAL_LINE.search(line))
+
+
+def training_done(line: str) -> bool:
+    """Whether a line says training is over (what is evaluated after it is a test result)."""
+    return bool(TRAINING_DONE.search(line))
 
 
 def _rank(text: str) -> tuple[Where, str]:
@@ -73,13 +98,15 @@ def _rank(text: str) -> tuple[Where, str]:
     return Where(rank=rank), text[:match.start()] + " " + text[match.end():]
 
 
-def _fields(text: str, where: Where) -> dict[str, float]:
+def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
     found: dict[str, float] = {}
     _places(text, where)
     for segment in re.split(r"[|\t]", text) if ("|" in text or "\t" in text) else [text]:
-        _segment(segment, found)
+        _segment(segment, found, eval_line)
     for match in RATE.finditer(text):
         found.setdefault(name(match["key"]), float(match["value"]))
+    for match in TIMED.finditer(text):
+        found.setdefault(f"{name(match['key'])}_{match['unit'].lower()}", float(match["value"]))
     for key in [k for k in found if kind(k) in ("epoch", "counter")]:
         value = found.pop(key)  # `| epoch 3 |`, `Batch 5`: places, read by `_places` where they are whole
         if kind(key) == "epoch" and where.epoch is None:
@@ -87,32 +114,48 @@ def _fields(text: str, where: Where) -> dict[str, float]:
     return found
 
 
-def _segment(segment: str, found: dict[str, float]) -> None:
+def _segment(segment: str, found: dict[str, float], eval_line: bool) -> None:
     whole = SEGMENT.match(segment)
     if whole and not re.search(r"\s[\d.]", whole["key"]):  # `epoch 1: 100%` is no key `epoch 1`
-        value = float(whole["value"])
-        found.setdefault(name(whole["key"]), value / 100 if whole["unit"] == "%" else value)
+        value, unit = float(whole["value"]), whole["unit"]
+        key = name(whole["key"]) + (f"_{unit}" if unit in ("s", "ms") else "")  # `time: 49.81s`
+        found.setdefault(key, percent(value) if unit == "%" else value)
         return
+    lead = LEAD.match(segment)
+    if lead:
+        _take(lead, found, eval_line)
     for regex in (KEY_VALUE, WORD_VALUE):
-        for match in regex.finditer(segment):
-            _take(match, found)
+        for match in regex.finditer(segment, lead.end() if lead else 0):
+            _take(match, found, eval_line)
 
 
-def _take(match: re.Match[str], found: dict[str, float]) -> None:
-    key, value = name(match["key"]), float(match["value"])
+def _take(match: re.Match[str], found: dict[str, float], eval_line: bool = False) -> None:
+    key, value = _key(match, eval_line), float(match["value"])
     of = match.groupdict().get("of")
     if of is not None and kind(key) not in ("epoch", "counter"):
         if re.fullmatch(r"\d+", match["value"]) and re.fullmatch(r"\d+", of) and 0 < float(of):
-            value = value / float(of)  # `Accuracy: 9890/10000`
+            value = float(f"{value / float(of):.12g}")  # `Accuracy: 9890/10000`
         else:
             found.setdefault(key + "_2", float(of))  # dcgan's `D(G(z)): 0.11 / 0.15`: before / after
     elif match.groupdict().get("pct"):
-        value /= 100
+        value = percent(value)
     found.setdefault(key, value)
+
+
+def _key(match: re.Match[str], eval_line: bool) -> str:
+    """The field of a match; on an evaluation line a `train loss` stays the train split's (nanoGPT's
+    `step 250: train loss 2.1, val loss 2.2` evaluates both)."""
+    qual = (match.groupdict().get("qual") or "").lower()
+    if qual.startswith("train") and eval_line:
+        return "train_" + name(match["key"])
+    return name(f"{qual}_{match['key']}" if qual else match["key"])
 
 
 def _places(text: str, where: Where) -> None:
     """Epoch and position: brackets first (`[0/5][124/125]`, `Epoch: [0][ 11/160]`), then words."""
+    pair = PAIR.search(text)
+    if pair:
+        where.epoch, where.counter = int(pair["epoch"]), int(pair["value"])
     brackets = list(BRACKET.finditer(text))
     for i, match in enumerate(brackets):
         key = name(match["key"]) if match["key"] else ""
@@ -139,6 +182,11 @@ def _counter(where: Where, match: re.Match[str], samples: bool = False) -> None:
     where.counter = int(match["value"])
     where.total = int(match["of"]) if match.groupdict().get("of") else None
     where.samples = samples
+
+
+def percent(value: float) -> float:
+    """`97.5%` as the fraction 0.975 (rounded off the float noise of the division)."""
+    return float(f"{value / 100:.12g}")
 
 
 def _user_fields(text: str, patterns: list[re.Pattern[str]]) -> dict[str, Any]:

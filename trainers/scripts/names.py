@@ -12,19 +12,18 @@ ALIASES = {
     "train_loss": "loss", "training_loss": "loss", "validation_loss": "val_loss", "accuracy": "acc",
     "train_acc": "acc", "train_accuracy": "acc", "learning_rate": "lr", "perplexity": "ppl",
     "iter": "step", "iteration": "step", "global_step": "step", "batch_idx": "batch", "it": "step",
-    "d_g_z1": "d_g_z", "d_x_": "d_x", "data": "data_time", "batch_time": "time",
+    "d_g_z1": "d_g_z", "d_x_": "d_x", "data": "data_time", "batch_time": "time", "batch_id": "batch",
 }
 #: Prefixes that name an evaluation (`valid loss`, `eval_acc`) or a test result (`test ppl`).
 EVAL_PREFIXES = ("val_", "valid_", "validation_", "eval_", "dev_")
 TEST_PREFIXES = ("test_",)
 #: A place in training, not a metric: epoch, the step and counters that are the step.
-COUNTERS = ("step", "batch", "batches")
+COUNTERS = ("step", "batch", "batches", "episode")
 #: Words that make a name a model metric (and a line that has one a metric line).
 METRIC_WORDS = ("loss", "acc", "ppl", "f1", "auc", "error", "bleu", "top1", "top5", "d_x", "d_g_z",
                 "psnr", "ssim", "iou", "map", "mse", "mae", "rmse", "reward", "score", "grad_norm")
 #: Names that measure time or speed: kept in an event's `timing`, never plotted as a loss.
-TIMING = re.compile(r"(^|_)(time|eta|elapsed|runtime|data_time|\w+_per_\w+|ms|sec|secs|seconds|"
-                    r"samples_per_second|steps_per_second)$")
+TIMING = re.compile(r"(^|_)(time|eta|elapsed|runtime|dt)(_(ms|s|us))?$|\w_per_\w|(^|_)(ms|sec|secs|seconds)$")
 #: A key that is a unit per unit (`ms/batch`, `s/it`, `it/s`, `samples/s`): a speed, named `x_per_y`.
 UNIT_RATE = re.compile(r"^(ms|s|us|sec|it|its|samples?|tokens?|img|imgs|images?|steps?|batch(?:es)?)"
                        r"/(s|sec|it|step|batch|epoch|iter)$", re.IGNORECASE)

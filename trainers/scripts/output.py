@@ -22,7 +22,7 @@ from trainers.troubles.leaks import LeakWatch
 from .bars import EPOCH_BAR, PROGRESS, Bars
 from .formats import read
 from .keras_lines import PROGRESS as KERAS_PROGRESS
-from .lines import compile_patterns, evaluation_progress
+from .lines import compile_patterns, evaluation_heading, evaluation_progress, training_done
 from .parsed import Parsed
 from .plain import plain
 from .pump import MAX_LINE, Pump
@@ -63,7 +63,9 @@ class OutputEvents:
         self.waiting: list[Parsed] = []  # HF Trainer lines waiting for the bar's redraw
         self.redraw: int | None = None  # the count of a bar redrawn after a clear, not yet taken
         self.cleared: dict[str, bool] = {}  # per stream, whether the last state was a cleared bar
-        self.evaluating = False  # evaluation progress lines came: the next result is the evaluation's
+        self.evaluating = False  # evaluation progress or heading came: the next result is the evaluation's
+        self.eval_progress: Parsed | None = None  # the last batch line of an evaluation under way
+        self.trained = False  # the script said training is over: evaluations are test results
         self.emitted: int | None = None  # the step of the last step event
         self.states: dict[str, str] = {}  # per stream, the current line's last refreshed state
         self.best_val_acc: float | None = None
@@ -94,6 +96,7 @@ class OutputEvents:
         """The output ended: write what still waits (a bar's last state, Trainer lines)."""
         with self.lock:
             self._flush()
+            self._end_evaluation()
             for parsed in self.waiting:
                 self._emit(self.steps.step, parsed, self._where(parsed))
             self.waiting.clear()
@@ -109,13 +112,13 @@ class OutputEvents:
         if not (final or bar):
             self.cleared[stream] = not text.strip()  # tqdm clears its bar before a write
             return  # a refreshed state without a counter: only the line's last state counts
-        parsed = read(text, self.patterns, self.evaluating)
+        parsed = read(text, self.patterns, self.evaluating, self.trained)
         if not self.steps.counts(parsed.where):
             return  # another rank's line: one step per printed step, the lowest rank's
         if bar and parsed.reader == "guess":
             self._tqdm_state(stream, text, parsed, bar)
         elif bar and parsed.where.counter is not None:
-            self._state(stream, parsed.where.total, self._place(parsed), parsed)
+            self._state(stream, parsed.where.total, self._placed(parsed), parsed)
         else:
             self._line(text, parsed)
 
@@ -127,13 +130,16 @@ class OutputEvents:
             if EPOCH_BAR.search(text):  # "epochs: 1/3": one epoch done, the second under way
                 self.steps.epoch, self.bars.epochs_done = min(n + 1, total), n
             return
-        step = self.bars.step(stream, n, total, self.steps.step)
+        step, new_bar = self.bars.step(stream, n, total, self.steps.step)
+        if new_bar:
+            self._flush()  # count 0 of a new bar never replaces the last state of the one before
         if self.cleared.pop(stream, False):
             self._redrawn(step)
         self._state(stream, total, step, parsed)
 
     def _state(self, stream: str, total: int | None, step: int, parsed: Parsed) -> None:
         """A bar's state at STEP: it replaces a state of the same count, and writes one of another."""
+        self._evaluated(parsed)
         pending = self.pending
         if pending and not (pending.stream == stream and pending.total == total and pending.step == step):
             self._flush()
@@ -144,29 +150,63 @@ class OutputEvents:
     def _line(self, text: str, parsed: Parsed) -> None:
         if parsed.metrics:
             self._flush()  # a line between two states of a bar (tqdm.write) leaves the bar's state waiting
-        if parsed.reader == "guess" and evaluation_progress(text, parsed):
-            self.evaluating = True  # `Test: [ 10/157]`: a batch of an evaluation, not a step
+        if parsed.reader == "guess" and self._evaluation(text, parsed):
             return
         if parsed.step_from_bar:
             self._trainer_line(parsed)
             return
-        step = self._place(parsed)
+        self._evaluated(parsed)
+        step = self._placed(parsed)
         if parsed.where.rank is not None and self.emitted is not None and step <= self.emitted:
             parsed.step.clear()  # this rank's step was written already
         self.steps.step = step
         self._emit(step, parsed, self._where(parsed))
 
-    def _place(self, parsed: Parsed) -> int:
-        step = self.steps.place(parsed.where)
-        if parsed.where.counter is not None or parsed.eval:
-            self.evaluating = False
-        if step is None:
-            return self.steps.step + 1 if parsed.step else self.steps.step
-        return step
+    def _placed(self, parsed: Parsed) -> int:
+        """The step of a line: where it says, else the next step for a metric line (unless the steps come
+        from positions: then it is a summary at the current step)."""
+        placed = self.steps.place(parsed.where)
+        if placed is None and parsed.step and self._positional():
+            self._summary(parsed)  # `Epoch 1/3 - Loss: 0.41`: the epoch's summary, not a step of its own
+        return placed if placed is not None else self.steps.step + bool(parsed.step)
+
+    def _evaluation(self, text: str, parsed: Parsed) -> bool:
+        """Lines about an evaluation that are not its result: `Test: [ 10/157] ...` (a batch of it, never
+        a step of the run), `Test Error:` (its heading); and `Finished Training`. True: nothing to write."""
+        self.trained = self.trained or training_done(text)
+        if evaluation_progress(text, parsed):
+            self.evaluating, self.eval_progress = True, parsed if parsed.eval else self.eval_progress
+            return True
+        if evaluation_heading(text, parsed):
+            self.evaluating = True
+            return True
+        return False
+
+    def _evaluated(self, parsed: Parsed) -> None:
+        """A metric line after an evaluation's progress: its result, or training again (then the last
+        progress line was the result)."""
+        if parsed.metrics or parsed.where.counter is not None:
+            self._end_evaluation(result=bool(parsed.eval))
+
+    def _end_evaluation(self, result: bool = False) -> None:
+        progress, self.eval_progress, self.evaluating = self.eval_progress, None, False
+        if progress and not result:
+            self._emit(self.steps.step, Parsed(eval=progress.eval), self._where(progress))
+
+    def _positional(self) -> bool:
+        """Whether the run's steps come from printed positions (counters or bars), not from lines."""
+        return self.steps.last is not None or bool(self.bars.bars)
+
+    def _summary(self, parsed: Parsed) -> None:
+        timing, parsed.timing = parsed.timing, {}
+        summary = {**parsed.step, **({"timing": timing} if timing else {})}
+        parsed.step = {}
+        self.writer.emit("summary", step=self.steps.step, **self._where(parsed), **summary)
 
     def _trainer_line(self, parsed: Parsed) -> None:
         """An HF Trainer dict: at the count of the bar redrawn right after it (or, without a bar, next)."""
-        self.steps.place(parsed.where)
+        if parsed.where.epoch is not None:
+            self.steps.epoch = parsed.where.epoch
         if self.redraw is not None:
             step, self.redraw = self.redraw, None
             self._emit(step, parsed, self._where(parsed))

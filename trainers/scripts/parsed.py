@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .names import kind
+from .names import is_metric, kind
 
 
 @dataclass
@@ -55,9 +55,14 @@ def sort(fields: dict[str, Any], parsed: Parsed, evaluating: bool = False, final
         where = kind(key)
         if where == "timing":
             parsed.timing[key] = value
+        elif where == "metric" and (evaluating or final) and key.startswith("train_"):
+            parsed.eval[key] = value  # an evaluation of the training split, beside the validation's
         elif where == "metric" and (evaluating or final):
-            target = parsed.result if final else parsed.eval
-            target[("test_" if final else "val_") + key] = value
+            if is_metric(key):  # `images: 54` on `Accuracy of the network on the 10000 test images: 54 %`
+                target = parsed.result if final else parsed.eval
+                target[("test_" if final else "val_") + key] = value
+        elif where == "val" and final:
+            parsed.result[key] = value
         elif where in ("metric", "val", "test"):
             {"metric": parsed.step, "val": parsed.eval, "test": parsed.result}[where][key] = value
     return parsed

@@ -42,6 +42,7 @@ class Steps:
         self.last: int | None = None  # the last counter, in batches
         self.last_epoch: int | float | None = None  # the epoch of the last counter
         self.interval: int | None = None  # the smallest rise of the counter between two lines
+        self.first: int | None = None  # the first counter: 0 when the script counts from 0
 
     def counts(self, where: Where) -> bool:
         """Whether a line counts: it names no rank, or the lowest rank seen (rank 0, normally)."""
@@ -62,7 +63,7 @@ class Steps:
             return None
         counter, total = self._batches(where)
         if self.first_epoch is None:
-            self.first_epoch = self.epoch
+            self.first_epoch, self.first = self.epoch, counter
         self._restart(counter, total)
         self.last, self.last_epoch = counter, self.epoch
         return self.offset + counter
@@ -86,4 +87,10 @@ class Steps:
         if new_epoch and total and isinstance(self.epoch, int) and isinstance(self.first_epoch, int):
             self.offset = (self.epoch - self.first_epoch) * total
         else:
-            self.offset += total or self.last + (self.interval or 1)
+            self.offset += total or self._epoch_length()
+
+    def _epoch_length(self) -> int:
+        """A guess of the last epoch's length when no line gave it: counted from 0 and printed every k
+        batches, the last printed plus k (`0, 10, .. 90`: 100); counted from k, the last printed."""
+        last = self.last or 0
+        return last + (self.interval or 1) if self.first == 0 else last
