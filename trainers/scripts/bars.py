@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 #: tqdm's count in a progress bar: ` 25/50 [00:01<00:01, ...`.
 PROGRESS = re.compile(r"(?<![\d.])(?P<n>\d+)/(?P<total>\d+)\s*\[")
-#: An outer bar counting epochs (`epoch 1/3 [`, `Epochs:  33%|###  | 1/3 [`).
-EPOCH_BAR = re.compile(r"\bepochs?\b", re.IGNORECASE)
+#: An outer bar counting epochs (`epochs 1/3 [`, `Epochs:  33%|###  | 1/3 [`), not a bar of one epoch's
+#: batches that names its epoch (`Epoch 2/10:  40%|####  | 8/20 [`).
+EPOCH_BAR = re.compile(r"\bepochs?\b(?!\s*\[?\d)", re.IGNORECASE)
 
 
 @dataclass

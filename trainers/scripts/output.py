@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,8 @@ __all__ = ["MAX_LINE", "LEAK_WARMUP_STEPS", "OutputEvents", "Pump"]
 
 #: Step events (printed metric lines) before the leak watch judges the script's memory.
 LEAK_WARMUP_STEPS = 10
+#: Bar redraws kept for Trainer lines not read yet (the two pipes are read apart: stderr may run ahead).
+REDRAWS = 4096
 
 
 @dataclass
@@ -60,8 +63,9 @@ class OutputEvents:
         self.steps = Steps(batch_size)
         self.bars = Bars()
         self.pending: State | None = None  # the last state drawn at a bar's count, not yet written
-        self.waiting: list[Parsed] = []  # HF Trainer lines waiting for the bar's redraw
-        self.redraw: int | None = None  # the count of a bar redrawn after a clear, not yet taken
+        self.waiting: list[tuple[Parsed, dict[str, Any]]] = []  # HF Trainer lines waiting for a redraw
+        self.redraws: deque[int] = deque(maxlen=REDRAWS)  # counts of bars redrawn after a write, untaken
+        self.main_bars: dict[str, int] = {}  # per stream, the total of its first bar (the Trainer's)
         self.cleared: dict[str, bool] = {}  # per stream, whether the last state was a cleared bar
         self.evaluating = False  # evaluation progress or heading came: the next result is the evaluation's
         self.eval_progress: Parsed | None = None  # the last batch line of an evaluation under way
@@ -97,8 +101,8 @@ class OutputEvents:
         with self.lock:
             self._flush()
             self._end_evaluation()
-            for parsed in self.waiting:
-                self._emit(self.steps.step, parsed, self._where(parsed))
+            for parsed, where in self.waiting:
+                self._emit(self.steps.step, parsed, where)
             self.waiting.clear()
 
     def _metrics(self, line: str, final: bool, stream: str) -> None:
@@ -133,7 +137,8 @@ class OutputEvents:
         step, new_bar = self.bars.step(stream, n, total, self.steps.step)
         if new_bar:
             self._flush()  # count 0 of a new bar never replaces the last state of the one before
-        if self.cleared.pop(stream, False):
+        main = self.main_bars.setdefault(stream, total)  # a write redraws it; an evaluation's bar is another
+        if self.cleared.pop(stream, False) and total == main:
             self._redrawn(step)
         self._state(stream, total, step, parsed)
 
@@ -207,22 +212,21 @@ class OutputEvents:
         """An HF Trainer dict: at the count of the bar redrawn right after it (or, without a bar, next)."""
         if parsed.where.epoch is not None:
             self.steps.epoch = parsed.where.epoch
-        if self.redraw is not None:
-            step, self.redraw = self.redraw, None
-            self._emit(step, parsed, self._where(parsed))
+        if self.redraws:  # the k-th line written above the bar takes the k-th redraw
+            self._emit(self.redraws.popleft(), parsed, self._where(parsed))
         elif not self.bars.bars:  # tqdm off (PrinterCallback): no count to be had, lines counted
             self.steps.step += bool(parsed.step)
             self._emit(self.steps.step, parsed, self._where(parsed))
         else:
-            self.waiting.append(parsed)
+            self.waiting.append((parsed, self._where(parsed)))
 
     def _redrawn(self, step: int) -> None:
+        """A bar redrawn after a write: the count of the first Trainer line that waits (or of the next)."""
         if self.waiting:
-            for parsed in self.waiting:
-                self._emit(step, parsed, self._where(parsed))
-            self.waiting.clear()
+            parsed, where = self.waiting.pop(0)
+            self._emit(step, parsed, where)
         else:
-            self.redraw = step
+            self.redraws.append(step)
 
     def _flush(self) -> None:
         pending, self.pending = self.pending, None
