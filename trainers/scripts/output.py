@@ -34,6 +34,8 @@ __all__ = ["MAX_LINE", "LEAK_WARMUP_STEPS", "OutputEvents", "Pump"]
 
 #: Step events (printed metric lines) before the leak watch judges the script's memory.
 LEAK_WARMUP_STEPS = 10
+#: The `State.stream` of a rank's line waiting for the same step's line of a lower rank.
+RANKS = "ranks"
 #: Bar redraws kept for Trainer lines not read yet (the two pipes are read apart: stderr may run ahead).
 REDRAWS = 4096
 
@@ -153,6 +155,8 @@ class OutputEvents:
             self.pending = State(stream, total, step, parsed, self._where(parsed))
 
     def _line(self, text: str, parsed: Parsed) -> None:
+        if parsed.where.rank is not None and self._same_step_other_rank(parsed):
+            return
         if parsed.metrics:
             self._flush()  # a line between two states of a bar (tqdm.write) leaves the bar's state waiting
         if parsed.reader == "guess" and self._evaluation(text, parsed):
@@ -165,7 +169,22 @@ class OutputEvents:
         if parsed.where.rank is not None and self.emitted is not None and step <= self.emitted:
             parsed.step.clear()  # this rank's step was written already
         self.steps.step = step
-        self._emit(step, parsed, self._where(parsed))
+        if parsed.where.rank is not None and parsed.step:  # waits: rank 0's line of this step may follow
+            self.pending = State(RANKS, None, step, parsed, self._where(parsed))
+        else:
+            self._emit(step, parsed, self._where(parsed))
+
+    def _same_step_other_rank(self, parsed: Parsed) -> bool:
+        """A rank's line of the step whose line waits: the lower rank's values stay (rank 0's)."""
+        pending = self.pending
+        if not (pending and pending.stream == RANKS):
+            return False
+        step = self.steps.preview(parsed.where)
+        if step != pending.step:
+            return False
+        if parsed.where.rank < (pending.parsed.where.rank or 0):  # type: ignore[operator]
+            self.pending = State(RANKS, None, step, parsed, self._where(parsed))
+        return True
 
     def _placed(self, parsed: Parsed) -> int:
         """The step of a line: where it says, else the next step for a metric line (unless the steps come

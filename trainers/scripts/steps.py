@@ -68,6 +68,14 @@ class Steps:
         self.last, self.last_epoch = counter, self.epoch
         return self.offset + counter
 
+    def preview(self, where: Where) -> int | None:
+        """The step a line would be placed at, without taking it (its epoch and counter)."""
+        saved = dict(vars(self))
+        try:
+            return self.place(where)
+        finally:
+            vars(self).update(saved)
+
     def _batches(self, where: Where) -> tuple[int, int | None]:
         counter, total, size = where.counter or 0, where.total, self.batch_size
         if where.samples and size and total and total > size and counter % size == 0:
