@@ -116,7 +116,7 @@ class OutputEvents:
         text = plain(line)
         bar = PROGRESS.search(text) or KERAS_PROGRESS.match(text)
         if not (final or bar):
-            self.cleared[stream] = not text.strip()  # tqdm clears its bar before a write
+            self._cleared(stream, line, text)
             return  # a refreshed state without a counter: only the line's last state counts
         parsed = read(text, self.patterns, self.evaluating, self.trained)
         if not self.steps.counts(parsed.where):
@@ -127,6 +127,13 @@ class OutputEvents:
             self._state(stream, parsed.where.total, self._placed(parsed), parsed)
         else:
             self._line(text, parsed)
+
+    def _cleared(self, stream: str, line: str, text: str) -> None:
+        """Whether the stream's bar was just cleared (tqdm clears it before a write, then redraws it):
+        spaces alone; spaces with escape codes clear a bar at another position (`\x1b[A`: an evaluation's
+        bar); escape codes alone change nothing."""
+        if text:
+            self.cleared[stream] = not text.strip() and line == text
 
     def _tqdm_state(self, stream: str, text: str, parsed: Parsed, bar: re.Match[str]) -> None:
         n, total = int(bar["n"]), int(bar["total"])

@@ -1,0 +1,54 @@
+"""Output captured from the real libraries (fixtures/captured/, made by the capture_*.py beside it where
+the library was installed) read exactly: each logged value at the step the library itself recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from script_helpers import FIXTURES
+
+from trainers.protocol import EventWriter
+from trainers.scripts.output import OutputEvents, Pump
+
+CAPTURED = FIXTURES / "captured"
+
+
+def replay(tmp_path: Path, streams: list[tuple[str, str]]) -> list[dict]:
+    """Feed captured pipes through real Pumps (stderr's before stdout's: the stderr reader ahead, as it
+    may be); the events made."""
+    path = tmp_path / "events.jsonl"
+    events = OutputEvents(EventWriter(path, "r"), [])
+    for name, stream in streams:
+        fd, log = os.open(CAPTURED / name, os.O_RDONLY), os.open(os.devnull, os.O_WRONLY)
+        Pump(fd, log, getattr(events, stream)).run()
+        os.close(fd)
+        os.close(log)
+    events.close()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def shown(value: float) -> float:
+    """transformers 5 prints each float with 4 significant digits."""
+    return float(f"{value:.4g}")
+
+
+def test_transformers_trainer_logs_at_the_steps_the_trainer_recorded(tmp_path: Path) -> None:
+    got = replay(tmp_path, [("hf_trainer.stderr", "stderr"), ("hf_trainer.stdout", "stdout")])
+    history = json.loads((CAPTURED / "hf_trainer_log_history.json").read_text())
+    expected = []
+    for log in history:  # the Trainer's own record: each log with its global step
+        step, epoch = log.pop("step"), shown(log.pop("epoch"))
+        if "train_runtime" in log:
+            expected.append(("result", step, epoch, {"train_loss": shown(log["train_loss"])}))
+        elif "eval_loss" in log:
+            expected.append(("eval", step, epoch, {"val_loss": shown(log["eval_loss"])}))
+        else:
+            expected.append(("step", step, epoch, {"loss": shown(log["loss"]), "grad_norm": shown(
+                log["grad_norm"]), "lr": shown(log["learning_rate"])}))
+    metrics = ("loss", "grad_norm", "lr", "val_loss", "train_loss")
+    assert [(e["type"], e["step"], e["epoch"], {k: e[k] for k in metrics if k in e}) for e in got] == expected
+    assert {k for e in got for k in e.get("timing", {})} == {
+        "val_runtime", "val_samples_per_second", "val_steps_per_second", "train_runtime",
+        "train_samples_per_second", "train_steps_per_second"}
