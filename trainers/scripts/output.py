@@ -1,43 +1,40 @@
-"""A script's printed lines into events: `step`, `eval`, `result` (after training), and memory warnings.
+"""A script's printed lines into events (`line_events.LineEvents` writes them).
 
 Each line (or refreshed state of a line) from a `pump.Pump` is read by `formats.read` (a structured
 format exactly, else the printed-line guesses); `steps.Steps` places it (epoch, global step, the rank
 that counts) and `bars.Bars` places tqdm's states. A progress bar's state waits until its count moves on
-or another line comes, so each count carries the last state drawn at it. HF Trainer's dicts take the count
-that tqdm redraws right after writing them. The thread-safe entry points are `stdout`, `stderr`, `close`.
+or another line comes, so each count carries the last state drawn at it; a rank's line waits for a lower
+rank's of the same step. HF Trainer's dicts take the count tqdm redraws right after writing them
+(`redraws.Redraws`). Evaluation lines are told apart from training. The thread-safe entry points are
+`stdout`, `stderr` and `close`.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from trainers.protocol import EventWriter
-from trainers.troubles.leaks import LeakWatch
 
 from .bars import EPOCH_BAR, PROGRESS, Bars
 from .formats import read
 from .keras_lines import PROGRESS as KERAS_PROGRESS
+from .line_events import LEAK_WARMUP_STEPS, LineEvents
 from .lines import compile_patterns, evaluation_heading, evaluation_progress, training_done
 from .parsed import Parsed
 from .plain import plain
 from .pump import MAX_LINE, Pump
+from .redraws import Redraws
 from .steps import Steps
 from .tracebacks import TracebackWatch
 
 __all__ = ["MAX_LINE", "LEAK_WARMUP_STEPS", "OutputEvents", "Pump"]
 
-#: Step events (printed metric lines) before the leak watch judges the script's memory.
-LEAK_WARMUP_STEPS = 10
 #: The `State.stream` of a rank's line waiting for the same step's line of a lower rank.
 RANKS = "ranks"
-#: Bar redraws kept for Trainer lines not read yet (the two pipes are read apart: stderr may run ahead).
-REDRAWS = 4096
 
 
 @dataclass
@@ -57,33 +54,30 @@ class OutputEvents:
     def __init__(self, writer: EventWriter, patterns: list[str], parse_output: bool = True,
                  memory: Callable[[], dict[str, Any] | None] = lambda: None,
                  mem_interval: float = 1.0, batch_size: int | None = None) -> None:
-        self.writer = writer
         self.patterns = compile_patterns(patterns)
         self.parse_output = parse_output
-        self.memory = memory
         self.watch = TracebackWatch()
         self.steps = Steps(batch_size)
         self.bars = Bars()
         self.pending: State | None = None  # the last state drawn at a bar's count, not yet written
-        self.waiting: list[tuple[Parsed, dict[str, Any]]] = []  # HF Trainer lines waiting for a redraw
-        self.redraws: deque[int] = deque(maxlen=REDRAWS)  # counts of bars redrawn after a write, untaken
-        self.main_bars: dict[str, int] = {}  # per stream, the total of its first bar (the Trainer's)
-        self.cleared: dict[str, bool] = {}  # per stream, whether the last state was a cleared bar
+        self.redraws = Redraws()  # HF Trainer lines and the bar redrawn after each
         self.evaluating = False  # evaluation progress or heading came: the next result is the evaluation's
         self.eval_progress: Parsed | None = None  # the last batch line of an evaluation under way
         self.trained = False  # the script said training is over: evaluations are test results
-        self.emitted: int | None = None  # the step of the last step event
         self.states: dict[str, str] = {}  # per stream, the current line's last refreshed state
-        self.best_val_acc: float | None = None
         self.last_error = ""
         self.lock = threading.Lock()
-        self.mem_due, self.mem_interval = 0.0, mem_interval
-        self.leaks = LeakWatch(warmup_steps=LEAK_WARMUP_STEPS)
+        self.out = LineEvents(writer, memory, mem_interval)
 
     @property
     def step(self) -> int:
         """The run's step so far."""
         return self.steps.step
+
+    @property
+    def best_val_acc(self) -> float | None:
+        """The best validation accuracy printed so far."""
+        return self.out.best_val_acc
 
     def stdout(self, line: str, final: bool = True) -> None:
         """One line the script printed to stdout (`final` False: a state that a `\r` refreshes)."""
@@ -103,9 +97,8 @@ class OutputEvents:
         with self.lock:
             self._flush()
             self._end_evaluation()
-            for parsed, where in self.waiting:
-                self._emit(self.steps.step, parsed, where)
-            self.waiting.clear()
+            for parsed, where in self.redraws.rest():
+                self.out.emit(self.steps.step, parsed, where)
 
     def _metrics(self, line: str, final: bool, stream: str) -> None:
         if not self.parse_output:
@@ -116,7 +109,7 @@ class OutputEvents:
         text = plain(line)
         bar = PROGRESS.search(text) or KERAS_PROGRESS.match(text)
         if not (final or bar):
-            self._cleared(stream, line, text)
+            self.redraws.state(stream, line, text)
             return  # a refreshed state without a counter: only the line's last state counts
         parsed = read(text, self.patterns, self.evaluating, self.trained)
         if not self.steps.counts(parsed.where):
@@ -127,13 +120,6 @@ class OutputEvents:
             self._state(stream, parsed.where.total, self._placed(parsed), parsed)
         else:
             self._line(text, parsed)
-
-    def _cleared(self, stream: str, line: str, text: str) -> None:
-        """Whether the stream's bar was just cleared (tqdm clears it before a write, then redraws it):
-        spaces alone; spaces with escape codes clear a bar at another position (`\x1b[A`: an evaluation's
-        bar); escape codes alone change nothing."""
-        if text:
-            self.cleared[stream] = not text.strip() and line == text
 
     def _tqdm_state(self, stream: str, text: str, parsed: Parsed, bar: re.Match[str]) -> None:
         n, total = int(bar["n"]), int(bar["total"])
@@ -146,9 +132,9 @@ class OutputEvents:
         step, new_bar = self.bars.step(stream, n, total, self.steps.step)
         if new_bar:
             self._flush()  # count 0 of a new bar never replaces the last state of the one before
-        main = self.main_bars.setdefault(stream, total)  # a write redraws it; an evaluation's bar is another
-        if self.cleared.pop(stream, False) and total == main:
-            self._redrawn(step)
+        placed = self.redraws.bar(stream, total, step)
+        if placed:
+            self.out.emit(step, *placed)
         self._state(stream, total, step, parsed)
 
     def _state(self, stream: str, total: int | None, step: int, parsed: Parsed) -> None:
@@ -173,13 +159,13 @@ class OutputEvents:
             return
         self._evaluated(parsed)
         step = self._placed(parsed)
-        if parsed.where.rank is not None and self.emitted is not None and step <= self.emitted:
+        if parsed.where.rank is not None and self.out.emitted is not None and step <= self.out.emitted:
             parsed.step.clear()  # this rank's step was written already
         self.steps.step = step
         if parsed.where.rank is not None and parsed.step:  # waits: rank 0's line of this step may follow
             self.pending = State(RANKS, None, step, parsed, self._where(parsed))
         else:
-            self._emit(step, parsed, self._where(parsed))
+            self.out.emit(step, parsed, self._where(parsed))
 
     def _same_step_other_rank(self, parsed: Parsed) -> bool:
         """A rank's line of the step whose line waits: the lower rank's values stay (rank 0's)."""
@@ -198,7 +184,8 @@ class OutputEvents:
         from positions: then it is a summary at the current step)."""
         placed = self.steps.place(parsed.where)
         if placed is None and parsed.step and self._positional():
-            self._summary(parsed)  # `Epoch 1/3 - Loss: 0.41`: the epoch's summary, not a step of its own
+            # `Epoch 1/3 - Loss: 0.41`: the epoch's summary, not a step of its own
+            self.out.summary(self.steps.step, parsed, self._where(parsed))
         return placed if placed is not None else self.steps.step + bool(parsed.step)
 
     def _evaluation(self, text: str, parsed: Parsed) -> bool:
@@ -222,77 +209,32 @@ class OutputEvents:
     def _end_evaluation(self, result: bool = False) -> None:
         progress, self.eval_progress, self.evaluating = self.eval_progress, None, False
         if progress and not result:
-            self._emit(self.steps.step, Parsed(eval=progress.eval), self._where(progress))
+            self.out.emit(self.steps.step, Parsed(eval=progress.eval), self._where(progress))
 
     def _positional(self) -> bool:
         """Whether the run's steps come from printed positions (counters or bars), not from lines."""
         return self.steps.last is not None or bool(self.bars.bars)
 
-    def _summary(self, parsed: Parsed) -> None:
-        timing, parsed.timing = parsed.timing, {}
-        summary = {**parsed.step, **({"timing": timing} if timing else {})}
-        parsed.step = {}
-        self.writer.emit("summary", step=self.steps.step, **self._where(parsed), **summary)
-
     def _trainer_line(self, parsed: Parsed) -> None:
         """An HF Trainer dict: at the count of the bar redrawn right after it (or, without a bar, next)."""
         if parsed.where.epoch is not None:
             self.steps.epoch = parsed.where.epoch
-        if self.redraws:  # the k-th line written above the bar takes the k-th redraw
-            self._emit(self.redraws.popleft(), parsed, self._where(parsed))
-        elif not self.bars.bars:  # tqdm off (PrinterCallback): no count to be had, lines counted
+        if not self.bars.bars:  # tqdm off (PrinterCallback): no count to be had, lines counted
             self.steps.step += bool(parsed.step)
-            self._emit(self.steps.step, parsed, self._where(parsed))
-        else:
-            self.waiting.append((parsed, self._where(parsed)))
-
-    def _redrawn(self, step: int) -> None:
-        """A bar redrawn after a write: the count of the first Trainer line that waits (or of the next)."""
-        if self.waiting:
-            parsed, where = self.waiting.pop(0)
-            self._emit(step, parsed, where)
-        else:
-            self.redraws.append(step)
+            self.out.emit(self.steps.step, parsed, self._where(parsed))
+            return
+        step = self.redraws.line((parsed, self._where(parsed)))
+        if step is not None:
+            self.out.emit(step, parsed, self._where(parsed))
 
     def _flush(self) -> None:
         pending, self.pending = self.pending, None
-        if pending and self.emitted is not None and pending.step <= self.emitted:
+        if pending and self.out.emitted is not None and pending.step <= self.out.emitted:
             pending.parsed.step.clear()  # a new bar's count 0 at the step the last one ended: written
         if pending:
-            self._emit(pending.step, pending.parsed, pending.where)
+            self.out.emit(pending.step, pending.parsed, pending.where)
 
     def _where(self, parsed: Parsed) -> dict[str, Any]:
         steps = self.steps
         return {k: v for k, v in (("epoch", steps.epoch), ("epochs", steps.epochs),
                                   ("rank", parsed.where.rank)) if v is not None}
-
-    def _emit(self, step: int, parsed: Parsed, where: dict[str, Any]) -> None:
-        where = {"step": step, **where}
-        timing = {"timing": parsed.timing} if parsed.timing else {}
-        if parsed.step:
-            self.emitted = step
-            mem = self._mem()
-            self.writer.emit("step", **where, **parsed.step, **timing, **mem)
-            leak = self.leaks.observe(step, mem["mem"]) if mem else None
-            if leak:
-                self.writer.emit("warning", **leak)
-            timing = {}
-        if parsed.eval:
-            self.writer.emit("eval", **where, **parsed.eval, **timing)
-            self._best(parsed.eval.get("val_acc"))
-            timing = {}
-        if parsed.result:
-            self.writer.emit("result", **where, **parsed.result, **timing)
-
-    def _best(self, acc: float | None) -> None:
-        if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
-            self.best_val_acc = acc
-
-    def _mem(self) -> dict[str, Any]:
-        # Sampling the process tree costs a few ms: at most once a second.
-        now = time.monotonic()
-        if now < self.mem_due:
-            return {}
-        self.mem_due = now + self.mem_interval
-        mem = self.memory()
-        return {"mem": mem} if mem else {}
