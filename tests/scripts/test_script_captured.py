@@ -52,3 +52,18 @@ def test_transformers_trainer_logs_at_the_steps_the_trainer_recorded(tmp_path: P
     assert {k for e in got for k in e.get("timing", {})} == {
         "val_runtime", "val_samples_per_second", "val_steps_per_second", "train_runtime",
         "train_samples_per_second", "train_steps_per_second"}
+
+
+def test_keras_fit_steps_and_each_epochs_values_as_keras_recorded_them(tmp_path: Path) -> None:
+    got = replay(tmp_path, [("keras_fit.stderr", "stderr"), ("keras_fit.stdout", "stdout")])
+    history = json.loads((CAPTURED / "keras_fit_history.json").read_text())
+    steps = [e for e in got if e["type"] == "step"]
+    # every batch was drawn: 2 epochs of 5, counted on across the epochs
+    assert [(e["step"], e["epoch"], e["epochs"]) for e in steps] == [
+        (s, (s - 1) // 5 + 1, 2) for s in range(1, 11)]
+    four = [round(v, 4) for v in history["loss"]]  # Keras shows 4 decimals
+    assert [e["loss"] for e in steps if e["step"] % 5 == 0] == four
+    assert [e["acc"] for e in steps if e["step"] % 5 == 0] == [round(v, 4) for v in history["accuracy"]]
+    assert [(e["step"], e["val_loss"], e["val_acc"]) for e in got if e["type"] == "eval"] == [
+        (5 * (i + 1), round(history["val_loss"][i], 4), round(history["val_accuracy"][i], 4)) for i in (0, 1)]
+    assert all(set(e["timing"]) == {"ms_per_step"} for e in steps)
