@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from trainers.protocol import EventWriter
+from trainers.protocol.events import EVAL, RESULT, STEP, SUMMARY, WARNING
 from trainers.troubles.leaks import LeakWatch
 
 from .parsed import Parsed
@@ -35,25 +36,25 @@ class LineEvents:
             self._step(step, {**where, **parsed.step, **timing})
             timing = {}
         if parsed.eval:
-            self.writer.emit("eval", **where, **parsed.eval, **timing)
+            self.writer.emit(EVAL, **where, **parsed.eval, **timing)
             self._best(parsed.eval.get("val_acc"))
             timing = {}
         if parsed.result:
-            self.writer.emit("result", **where, **parsed.result, **timing)
+            self.writer.emit(RESULT, **where, **parsed.result, **timing)
 
     def summary(self, step: int, parsed: Parsed, where: dict[str, Any]) -> None:
         """`Epoch 1/3 - Loss: 0.41`: the line's training metrics as the epoch's summary, taken off it."""
         timing, parsed.timing = parsed.timing, {}
         fields, parsed.step = parsed.step, {}
-        self.writer.emit("summary", step=step, **where, **fields, **({"timing": timing} if timing else {}))
+        self.writer.emit(SUMMARY, step=step, **where, **fields, **({"timing": timing} if timing else {}))
 
     def _step(self, step: int, fields: dict[str, Any]) -> None:
         self.emitted = step
         mem = self._mem()
-        self.writer.emit("step", **fields, **mem)
+        self.writer.emit(STEP, **fields, **mem)
         leak = self.leaks.observe(step, mem["mem"]) if mem else None
         if leak:
-            self.writer.emit("warning", **leak)
+            self.writer.emit(WARNING, **leak)
 
     def _best(self, acc: float | None) -> None:
         if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
