@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from script_helpers import FIXTURES
 
 from trainers.protocol import EventWriter
@@ -16,8 +17,8 @@ CAPTURED = FIXTURES / "captured"
 
 
 def replay(tmp_path: Path, streams: list[tuple[str, str]]) -> list[dict]:
-    """Feed captured pipes through real Pumps (stderr's before stdout's: the stderr reader ahead, as it
-    may be); the events made."""
+    """Feed captured pipes through real Pumps, one after the other (one pipe's reader ahead of the other,
+    as may happen); the events made."""
     path = tmp_path / "events.jsonl"
     events = OutputEvents(EventWriter(path, "r"), [])
     for name, stream in streams:
@@ -34,8 +35,11 @@ def shown(value: float) -> float:
     return float(f"{value:.4g}")
 
 
-def test_transformers_trainer_logs_at_the_steps_the_trainer_recorded(tmp_path: Path) -> None:
-    got = replay(tmp_path, [("hf_trainer.stderr", "stderr"), ("hf_trainer.stdout", "stdout")])
+@pytest.mark.parametrize("stderr_first", [True, False])
+def test_transformers_trainer_logs_at_the_steps_the_trainer_recorded(tmp_path: Path,
+                                                                     stderr_first: bool) -> None:
+    streams = [("hf_trainer.stderr", "stderr"), ("hf_trainer.stdout", "stdout")]
+    got = replay(tmp_path, streams if stderr_first else streams[::-1])  # either pipe's reader ahead
     history = json.loads((CAPTURED / "hf_trainer_log_history.json").read_text())
     expected = []
     for log in history:  # the Trainer's own record: each log with its global step
@@ -67,3 +71,16 @@ def test_keras_fit_steps_and_each_epochs_values_as_keras_recorded_them(tmp_path:
     assert [(e["step"], e["val_loss"], e["val_acc"]) for e in got if e["type"] == "eval"] == [
         (5 * (i + 1), round(history["val_loss"][i], 4), round(history["val_accuracy"][i], 4)) for i in (0, 1)]
     assert all(set(e["timing"]) == {"ms_per_step"} for e in steps)
+
+
+def test_trainer_lines_without_a_bar_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tqdm off (PrinterCallback): once no bar came for a while, each training line is the next step."""
+    monkeypatch.setattr("trainers.scripts.redraws.NO_BAR_S", 0.0)
+    events = OutputEvents(EventWriter(tmp_path / "events.jsonl", "r"), [])
+    for line in ("{'loss': '0.69', 'epoch': '0.5'}", "{'eval_loss': '0.6', 'epoch': '1'}",
+                 "{'loss': '0.65', 'epoch': '1.5'}"):
+        events.stdout(line)
+    events.close()
+    got = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [(e["type"], e["step"], e["epoch"]) for e in got] == [("step", 1, 0.5), ("eval", 1, 1),
+                                                                 ("step", 2, 1.5)]

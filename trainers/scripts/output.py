@@ -97,8 +97,7 @@ class OutputEvents:
         with self.lock:
             self._flush()
             self._end_evaluation()
-            for parsed, where in self.redraws.rest():
-                self.out.emit(self.steps.step, parsed, where)
+            self._unplaced(self.redraws.rest())
 
     def _metrics(self, line: str, final: bool, stream: str) -> None:
         if not self.parse_output:
@@ -216,16 +215,29 @@ class OutputEvents:
         return self.steps.last is not None or bool(self.bars.bars)
 
     def _trainer_line(self, parsed: Parsed) -> None:
-        """An HF Trainer dict: at the count of the bar redrawn right after it (or, without a bar, next)."""
+        """An HF Trainer dict: at the count of the bar redrawn right after it; without a bar, next."""
         if parsed.where.epoch is not None:
             self.steps.epoch = parsed.where.epoch
-        if not self.bars.bars:  # tqdm off (PrinterCallback): no count to be had, lines counted
-            self.steps.step += bool(parsed.step)
-            self.out.emit(self.steps.step, parsed, self._where(parsed))
-            return
         step = self.redraws.line((parsed, self._where(parsed)))
         if step is not None:
             self.out.emit(step, parsed, self._where(parsed))
+        elif self.redraws.barless(bool(self.bars.bars)):
+            self._count(self.redraws.rest())
+
+    def _unplaced(self, lines: list[tuple[Parsed, dict[str, Any]]]) -> None:
+        """Trainer lines the output ended before a redraw placed: counted if no bar ever came, else at
+        the bar's last count."""
+        if not self.bars.bars:
+            self._count(lines)
+            return
+        for parsed, where in lines:
+            self.out.emit(self.steps.step, parsed, where)
+
+    def _count(self, lines: list[tuple[Parsed, dict[str, Any]]]) -> None:
+        """Trainer lines without a bar to place them: a training line is the next step (a guess)."""
+        for parsed, where in lines:
+            self.steps.step += bool(parsed.step)
+            self.out.emit(self.steps.step, parsed, where)
 
     def _flush(self) -> None:
         pending, self.pending = self.pending, None

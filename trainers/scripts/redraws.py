@@ -8,11 +8,14 @@ bar (the Trainer's; an evaluation's bar is another, and so is a bar cleared at a
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from typing import Any
 
 #: Redraws kept for lines not read yet (the stderr reader may run ahead of stdout's).
 KEPT = 4096
+#: How long a line waits for a first bar before the lines are taken to have none (tqdm off: counted).
+NO_BAR_S = 1.0
 
 Waiting = tuple[Any, dict[str, Any]]  # a line's Parsed, and where it was printed
 
@@ -25,6 +28,7 @@ class Redraws:
         self.main: dict[str, int] = {}  # per stream, the total of its first bar
         self.counts: deque[int] = deque(maxlen=KEPT)  # redraws no line took yet
         self.waiting: deque[Waiting] = deque()  # lines no redraw placed yet
+        self.since: float | None = None  # when the first line began to wait with no bar seen
 
     def state(self, stream: str, line: str, text: str) -> None:
         """A refreshed state without a counter (LINE as written, TEXT plain): spaces alone clear the bar;
@@ -48,6 +52,15 @@ class Redraws:
             return self.counts.popleft()
         self.waiting.append(waiting)
         return None
+
+    def barless(self, bars_seen: bool) -> bool:
+        """Whether the lines come without a bar (HF's PrinterCallback, tqdm off): none was seen in the
+        second after a line began to wait for one. (The first line waits: its bar may not be read yet.)"""
+        if bars_seen:
+            return False
+        now = time.monotonic()
+        self.since = self.since or now
+        return now - self.since >= NO_BAR_S
 
     def rest(self) -> list[Waiting]:
         """The lines no redraw came for (the output ended)."""
