@@ -33,6 +33,7 @@ def test_mnist_example_finishes_with_its_printed_losses_as_step_events(home: Pat
     assert len(evals) == 2 and all(0 <= e["val_acc"] <= 1 and e["val_loss"] > 0 for e in evals)
     started = of_type(home, run_id, "started")[0]
     assert started["strategy"] == "script" and started["args"][:4] == ["--epochs", "2", "--samples", "96"]
+    assert started["epochs"] == 2  # the script's own `--epochs`, the run's epoch total
     board = RunState(run_id)  # what the console's loss plot draws
     for event in events(home, run_id):
         board.apply(event)

@@ -27,7 +27,7 @@ from trainers.reaper import die_with_parent
 from .memory import TreeMemory
 from .output import OutputEvents, Pump
 from .report import ENV_EVENTS, ENV_RUN_ID
-from .steps import batch_size
+from .steps import batch_size, epochs
 from .tensorboard_tail import TensorBoardTail
 from .tracebacks import hint
 
@@ -90,10 +90,7 @@ class ScriptRun:
                                      preexec_fn=die_with_parent)
         if self.stop_asked:
             self.ask_stop(signal.SIGTERM)
-        nproc = script["nproc"]
-        self.writer.emit("started", strategy="torchrun" if nproc else "script", world_size=max(nproc, 1),
-                         devices=devices, script=script["path"], args=script["args"], pid=self.proc.pid,
-                         **({"resumed": True} if resumed else {}))
+        self._started(script, devices, resumed)
         memory = TreeMemory(self.proc.pid)
         events = OutputEvents(self.writer, script["patterns"], script["parse_output"], memory,
                               batch_size=batch_size(script["args"]))
@@ -111,6 +108,13 @@ class ScriptRun:
         tensorboard.finish()
         self._final(code, events)
         return code
+
+    def _started(self, script: dict[str, Any], devices: Any, resumed: bool) -> None:
+        assert self.proc is not None
+        nproc, total = script["nproc"], epochs(script["args"])  # the script's own epochs, never train.epochs
+        self.writer.emit("started", strategy="torchrun" if nproc else "script", world_size=max(nproc, 1),
+                         devices=devices, script=script["path"], args=script["args"], pid=self.proc.pid,
+                         **({"epochs": total} if total else {}), **({"resumed": True} if resumed else {}))
 
     def _final(self, code: int, events: OutputEvents) -> None:
         if self.stop_asked:

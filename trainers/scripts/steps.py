@@ -16,12 +16,24 @@ from .parsed import Where
 
 #: The batch size among a script's arguments: `--batch-size 64`, `--batch_size=64`, `-b 64`.
 BATCH_ARG = re.compile(r"^(?:--batch[-_]size|-b)(?:=(?P<value>\d+))?$")
+#: The number of epochs among them: `--epochs 10`, `--num_train_epochs=3`, `--niter 25` (dcgan).
+EPOCHS_ARG = re.compile(r"^(?:--epochs|--num[-_]train[-_]epochs|--niter|--max[-_]epochs)"
+                        r"(?:=(?P<value>\d+))?$")
 
 
 def batch_size(args: list[str]) -> int | None:
     """The batch size the script's arguments give, if they give one."""
+    return _arg(args, BATCH_ARG)
+
+
+def epochs(args: list[str]) -> int | None:
+    """The number of epochs the script's arguments give, if they give one (the run's epoch total)."""
+    return _arg(args, EPOCHS_ARG)
+
+
+def _arg(args: list[str], option: re.Pattern[str]) -> int | None:
     for i, arg in enumerate(args):
-        match = BATCH_ARG.match(arg)
+        match = option.match(arg)
         if match:
             value = match["value"] or (args[i + 1] if i + 1 < len(args) else "")
             return int(value) if value.isdigit() and int(value) > 0 else None
