@@ -48,6 +48,10 @@ RATE = re.compile(rf"(?<![\w.])(?P<value>{NUM})\s?(?P<key>(?:ms|s|us)/(?:it|step
                   rf"samples/s|img/s|tokens/s)(?![\w/])")
 RANK = re.compile(r"^\s*\[(?:rank|default)(?P<prefix>\d+)\]:\s?|\brank\s*[:=#]?\s*(?P<named>\d+)\b[,:]?",
                   re.IGNORECASE)
+SEPARATORS = re.compile(r"[|\t]")
+TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
+PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")
+NUMBER_IN_KEY = re.compile(r"\s[\d.]")
 EVAL_LINE = re.compile(r"\b(test|val|valid|validation|eval|evaluation|evaluating)\b", re.IGNORECASE)
 FINAL_LINE = re.compile(r"\b(end of training|after training|final test|test results?)\b", re.IGNORECASE)
 #: Training is over: what follows is a result (`Finished Training`, `Training complete`).
@@ -91,7 +95,8 @@ def training_done(line: str) -> bool:
 
 
 def _rank(text: str) -> tuple[Where, str]:
-    match = RANK.search(text)
+    low = text.lower()
+    match = RANK.search(text) if ("rank" in low or "[default" in low) else None
     if not match:
         return Where(), text
     rank = int(match["prefix"] or match["named"])
@@ -101,11 +106,11 @@ def _rank(text: str) -> tuple[Where, str]:
 def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
     found: dict[str, float] = {}
     _places(text, where)
-    for segment in re.split(r"[|\t]", text) if ("|" in text or "\t" in text) else [text]:
+    for segment in SEPARATORS.split(text) if ("|" in text or "\t" in text) else [text]:
         _segment(segment, found, eval_line)
-    for match in RATE.finditer(text):
+    for match in RATE.finditer(text) if "/" in text else ():
         found.setdefault(name(match["key"]), float(match["value"]))
-    for match in TIMED.finditer(text):
+    for match in TIMED.finditer(text) if TIME_WORDS.search(text) else ():
         found.setdefault(f"{name(match['key'])}_{match['unit'].lower()}", float(match["value"]))
     for key in [k for k in found if kind(k) in ("epoch", "counter")]:
         value = found.pop(key)  # `| epoch 3 |`, `Batch 5`: places, read by `_places` where they are whole
@@ -116,7 +121,7 @@ def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
 
 def _segment(segment: str, found: dict[str, float], eval_line: bool) -> None:
     whole = SEGMENT.match(segment)
-    if whole and not re.search(r"\s[\d.]", whole["key"]):  # `epoch 1: 100%` is no key `epoch 1`
+    if whole and not NUMBER_IN_KEY.search(whole["key"]):  # `epoch 1: 100%` is no key `epoch 1`
         value, unit = float(whole["value"]), whole["unit"]
         key = name(whole["key"]) + (f"_{unit}" if unit in ("s", "ms") else "")  # `time: 49.81s`
         found.setdefault(key, percent(value) if unit == "%" else value)
@@ -133,7 +138,7 @@ def _take(match: re.Match[str], found: dict[str, float], eval_line: bool = False
     key, value = _key(match, eval_line), float(match["value"])
     of = match.groupdict().get("of")
     if of is not None and kind(key) not in ("epoch", "counter"):
-        if re.fullmatch(r"\d+", match["value"]) and re.fullmatch(r"\d+", of) and 0 < float(of):
+        if match["value"].isdigit() and of.isdigit() and 0 < float(of):
             value = float(f"{value / float(of):.12g}")  # `Accuracy: 9890/10000`
         else:
             found.setdefault(key + "_2", float(of))  # dcgan's `D(G(z)): 0.11 / 0.15`: before / after
@@ -153,10 +158,10 @@ def _key(match: re.Match[str], eval_line: bool) -> str:
 
 def _places(text: str, where: Where) -> None:
     """Epoch and position: brackets first (`[0/5][124/125]`, `Epoch: [0][ 11/160]`), then words."""
-    pair = PAIR.search(text)
+    pair = PAIR.search(text) if "[" in text else None
     if pair:
         where.epoch, where.counter = int(pair["epoch"]), int(pair["value"])
-    brackets = list(BRACKET.finditer(text))
+    brackets = list(BRACKET.finditer(text)) if "[" in text else []
     for i, match in enumerate(brackets):
         key = name(match["key"]) if match["key"] else ""
         follows = i + 1 < len(brackets) and brackets[i + 1].start() - match.end() <= 1
@@ -164,12 +169,20 @@ def _places(text: str, where: Where) -> None:
             _epoch(where, match)
         elif where.counter is None:
             _counter(where, match, samples=bool(match["pct"]))
-    for regex in (PLACE, COUNT_OF, AFTER):
+    for regex in _place_regexes(text):
         for match in regex.finditer(text):
             if kind(name(match["key"])) == "epoch":
                 _epoch(where, match) if where.epoch is None else None
             elif where.counter is None:
                 _counter(where, match)
+
+
+def _place_regexes(text: str) -> list[re.Pattern[str]]:
+    """Those of PLACE, COUNT_OF and AFTER that may match: the cheap test first (a line is read on every
+    flush of the script's output)."""
+    low = text.lower()
+    return [regex for regex, present in ((PLACE, PLACE_WORDS.search(low)), (COUNT_OF, "/" in low),
+                                        (AFTER, "after" in low)) if present]
 
 
 def _epoch(where: Where, match: re.Match[str]) -> None:

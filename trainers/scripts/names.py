@@ -7,6 +7,7 @@ Every reader of script output (the printed-line guesses and the structured forma
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 ALIASES = {
     "train_loss": "loss", "training_loss": "loss", "validation_loss": "val_loss", "accuracy": "acc",
@@ -28,16 +29,19 @@ TIMING = re.compile(r"(^|_)(time|eta|elapsed|runtime|dt)(_(ms|s|us))?$|\w_per_\w
 UNIT_RATE = re.compile(r"^(ms|s|us|sec|it|its|samples?|tokens?|img|imgs|images?|steps?|batch(?:es)?)"
                        r"/(s|sec|it|step|batch|epoch|iter)$", re.IGNORECASE)
 RESERVED = ("v", "t", "run", "type", "rank", "local_rank")
+SEPARATOR = re.compile(r"[^a-z0-9_@]+")
+AVERAGE = re.compile(r"^(average|avg|mean)_")
 
 
+@lru_cache(maxsize=4096)  # a script prints the same keys again and again
 def name(key: str) -> str:
     """The event field for a printed key: lower case, `_` for separators, common aliases mapped
     (`Acc@1` -> `acc@1`, `D(G(z))` -> `d_g_z`, `ms/batch` -> `ms_per_batch`, `valid loss` -> `val_loss`)."""
     key = key.strip()
     if UNIT_RATE.match(key):
         key = key.replace("/", "_per_")
-    key = re.sub(r"[^a-z0-9_@]+", "_", key.lower()).strip("_")
-    key = re.sub(r"^(average|avg|mean)_", "", key)
+    key = SEPARATOR.sub("_", key.lower()).strip("_")
+    key = AVERAGE.sub("", key)
     key = ALIASES.get(key, key)
     for prefix in EVAL_PREFIXES:
         if key.startswith(prefix):
@@ -50,16 +54,19 @@ def is_epoch(field: str) -> bool:
     return field == "epoch" or field.endswith("_epoch")
 
 
+@lru_cache(maxsize=4096)
 def is_timing(field: str) -> bool:
     """A time or speed (`time`, `ms_per_batch`, `it_per_s`, `eval_runtime`)."""
     return bool(TIMING.search(field))
 
 
+@lru_cache(maxsize=4096)
 def is_metric(field: str) -> bool:
     """A model metric: names a loss, an accuracy, a perplexity, ... and is not a time."""
     return any(w in field for w in METRIC_WORDS) and not is_timing(field)
 
 
+@lru_cache(maxsize=4096)
 def kind(field: str) -> str:
     """Where a named field goes: `epoch`, `counter`, `timing`, `val`, `test`, `drop` or `metric`."""
     if is_epoch(field):
