@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,3 +63,38 @@ def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
         except psutil.Error:
             return False
     return [p for p in procs if running(p)]
+
+
+BAR_STATE = r"(?P<n>\d+)/(?P<total>\d+) \[[^\]]*?\b{key}=(?P<value>[0-9.e-]+)[,\]]"
+
+
+def last_bar_states(text: str, total: int, key: str = "loss") -> dict[int, float]:
+    """From a captured tqdm stream: the KEY of the last state drawn at each count of the bars of TOTAL,
+    by step (each new bar's counts go on after the step where the one before it ended)."""
+    last: dict[int, float] = {}
+    base, previous, ended = 0, -1, None
+    for match in re.finditer(BAR_STATE.format(key=key), text):
+        n = int(match["n"])
+        if int(match["total"]) != total:
+            continue
+        if n < previous:  # a new bar
+            base += previous
+            ended = base if base in last else None
+        previous = n
+        if base + n == ended:
+            continue  # count 0 of a new bar: the step where the last bar ended, whose state is written
+        last[base + n] = float(match["value"])
+    return last
+
+
+def assert_last_states(steps: list[dict[str, Any]], text: str, total: int, key: str = "loss") -> None:
+    """Every step event carries the last state drawn at its count, once per step, and every count after
+    the first of each bar that showed a loss has its event (no state lost)."""
+    numbers = [e["step"] for e in steps]
+    assert numbers == sorted(set(numbers)), numbers
+    expected = last_bar_states(text, total, key)
+    got = {e["step"]: e[key] for e in steps}
+    wrong = {s: (v, expected.get(s)) for s, v in got.items() if expected.get(s) != v}
+    assert not wrong, wrong  # step: (written, last drawn)
+    missing = [s for s in expected if s not in numbers and s % total]  # a bar ends where the next begins
+    assert not missing, (missing, numbers)

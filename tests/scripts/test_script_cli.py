@@ -18,7 +18,8 @@ PRINTED_LOSS = re.compile(r"Train Epoch: (\d+) .*\tLoss: ([0-9.]+)")
 
 
 def test_mnist_example_finishes_with_its_printed_losses_as_step_events(home: Path, tmp_path: Path) -> None:
-    out = cli("run", "--script", str(MNIST), "--wait", "--", "--epochs", "2", "--samples", "96", cwd=tmp_path)
+    out = cli("run", "--script", str(MNIST), "--wait", "--", "--epochs", "2", "--samples", "96",
+              "--batch-size", "16", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.splitlines()[0]
     assert status(run_id) == "finished"
@@ -26,11 +27,13 @@ def test_mnist_example_finishes_with_its_printed_losses_as_step_events(home: Pat
     assert len(printed) == 6  # 2 epochs x 3 logged batches, as the script printed them
     steps = of_type(home, run_id, "step")
     assert [(e["epoch"], e["loss"]) for e in steps] == [(int(ep), float(loss)) for ep, loss in printed]
-    assert [e["step"] for e in steps] == list(range(1, 7))
+    # `[32/96 (33%)]` counts samples; with --batch-size 16, batch 2 of 6 (step 2), and epoch 2 goes on from 6
+    assert [e["step"] for e in steps] == [0, 2, 4, 6, 8, 10]
     evals = of_type(home, run_id, "eval")
     assert len(evals) == 2 and all(0 <= e["val_acc"] <= 1 and e["val_loss"] > 0 for e in evals)
     started = of_type(home, run_id, "started")[0]
-    assert started["strategy"] == "script" and started["args"] == ["--epochs", "2", "--samples", "96"]
+    assert started["strategy"] == "script" and started["args"][:4] == ["--epochs", "2", "--samples", "96"]
+    assert started["epochs"] == 2  # the script's own `--epochs`, the run's epoch total
     board = RunState(run_id)  # what the console's loss plot draws
     for event in events(home, run_id):
         board.apply(event)

@@ -7,17 +7,20 @@ import re
 import pytest
 
 from trainers.scripts.lines import parse
+from trainers.scripts.parsed import Where
 from trainers.scripts.tracebacks import TracebackWatch, hint
 
 CASES = [
-    ("Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.123456", {"loss": 0.123456}, {}, {"epoch": 1}),
+    ("Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.123456", {"loss": 0.123456}, {},
+     {"epoch": 1, "counter": 640, "total": 60000, "samples": True}),
     ("Test set: Average loss: 0.0334, Accuracy: 9890/10000 (99%)", {},
      {"val_loss": 0.0334, "val_acc": 0.989}, {}),
-    ("Epoch [2/10], Step [100/600], Loss: 0.2211", {"loss": 0.2211}, {}, {"epoch": 2, "step": 100}),
+    ("Epoch [2/10], Step [100/600], Loss: 0.2211", {"loss": 0.2211}, {},
+     {"epoch": 2, "epochs": 10, "counter": 100, "total": 600}),
     ("epoch 3 loss 0.5 acc 0.7", {"loss": 0.5, "acc": 0.7}, {}, {"epoch": 3}),
-    ("[12/100] loss=0.3", {"loss": 0.3}, {}, {"step": 12}),
+    ("[12/100] loss=0.3", {"loss": 0.3}, {}, {"counter": 12, "total": 100}),
     ("Epoch 3", {}, {}, {"epoch": 3}),
-    ("iter 40 train/loss=0.1 lr=0.01", {"loss": 0.1, "lr": 0.01}, {}, {"step": 40}),
+    ("iter 40 train/loss=0.1 lr=0.01", {"loss": 0.1, "lr": 0.01}, {}, {"counter": 40}),
     ("loss: 0.2 - accuracy: 0.9 - val_loss: 0.3 - val_accuracy: 0.88",
      {"loss": 0.2, "acc": 0.9}, {"val_loss": 0.3, "val_acc": 0.88}, {}),
     ("Validation: loss 0.4 acc: 97.5%", {}, {"val_loss": 0.4, "val_acc": 0.975}, {}),
@@ -27,16 +30,16 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("line", "step", "evals", "context"), CASES)
-def test_default_patterns(line: str, step: dict, evals: dict, context: dict) -> None:
+@pytest.mark.parametrize(("line", "step", "evals", "where"), CASES)
+def test_default_patterns(line: str, step: dict, evals: dict, where: dict) -> None:
     parsed = parse(line)
-    assert (parsed.step, parsed.eval, parsed.context) == (step, evals, context)
+    assert (parsed.step, parsed.eval, parsed.where) == (step, evals, Where(**where))
 
 
 def test_user_pattern_groups_become_fields_and_make_a_metric_line() -> None:
     patterns = [re.compile(r"objective (?P<objective>\S+)"), re.compile(r"ppl=(?P<perplexity>\S+)")]
     parsed = parse("it 7 objective 0.125 ppl=3.5", patterns)  # defaults still apply: ppl=3.5 too
-    assert parsed.step == {"objective": 0.125, "perplexity": 3.5, "ppl": 3.5}
+    assert parsed.step == {"objective": 0.125, "ppl": 3.5}  # `perplexity` is named `ppl`
     assert parse("nothing here", patterns).step == {}
 
 

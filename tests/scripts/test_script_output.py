@@ -34,3 +34,17 @@ def test_flat_tree_memory_raises_no_warning(tmp_path: Path) -> None:
     for i in range(LEAK_WARMUP_STEPS + 30):
         out.stdout(f"loss: {1 / (i + 1)}")
     assert not [e for e in read(tmp_path / "events.jsonl") if e["type"] == "warning"]
+
+
+def test_an_evaluation_alone_moves_no_step(tmp_path: Path) -> None:
+    """imagenet's `-e`: only `Test: [ i/n]` batch lines and the summary; the batches are not the run's
+    steps, the summary is the evaluation (at step 0)."""
+    out = OutputEvents(EventWriter(tmp_path / "events.jsonl", "r"), [])
+    for i in (1, 5, 9):
+        out.stdout(f"Test: [{i:2d}/10]\tTime  0.100 ( 0.100)\tLoss 6.9078e+00 (6.9078e+00)\tAcc@1   {i:.2f} "
+                   f"(  {i:.2f})\tAcc@5  10.00 ( 10.00)")
+    out.stdout(" *   Acc@1 4.500 Acc@5 10.000")
+    out.close()
+    events = read(tmp_path / "events.jsonl")
+    assert [(e["type"], e["step"], e.get("val_acc@1"), e.get("val_acc@5")) for e in events] == [
+        ("eval", 0, 4.5, 10.0)]

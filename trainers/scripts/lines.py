@@ -1,116 +1,213 @@
-"""Metrics from a script's printed lines, in the spirit of Guild's output scalars (stdlib only, pure).
+"""Metrics guessed from a script's printed lines, in the spirit of Guild's output scalars (stdlib only, pure).
 
-Default patterns: `key: value`, `key=value`, `Epoch 3`, `loss 0.123`, `Epoch [1/10]`, `[12/100]`, and so
-the pytorch/examples MNIST lines `Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.123` and `Test set: Average
-loss: 0.0334, Accuracy: 9890/10000 (99%)`. Names map to event fields (loss, val_loss, acc/accuracy ->
-val_acc on an evaluation line, epoch, step/iter -> step, lr); user regexes (named groups) add to them.
-A line yields a `step` and/or an `eval` event only if it holds a metric; values are kept as printed.
+Read where no structured format claims a line (see `formats.py`). Default patterns: `key: value`,
+`key=value`, `loss 0.123`, fields between `|` or tabs (`| ms/batch 911.0 | loss 8.56 | ppl 5215`,
+`Loss 1.18e+01 (1.06e+01)`: the value, not its average), and places: `[a/b][c/d]` (epoch a, position c of
+d), `Epoch [2/10]`, `Epoch: [0][ 11/160]`, `20/ 310 batches`, `Batch 5`, `after 343 batches`,
+`Train Epoch: 2 [640/60000 (1%)]` (a position that may count samples). A line naming a rank (`Rank 1,`,
+torchrun's `[rank1]:` / `[default1]:`) says so. Names map to event fields in `names.py`; a line on an
+evaluation (`Test set:`, `valid loss`) gives `val_*` fields, one printed after training (`End of
+training | test loss`) `test_*` results. A line yields events only if it holds a metric.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from .names import is_metric, kind, name
+from .parsed import Parsed, Where, sort
+from .plain import plain
+
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-KEY_VALUE = re.compile(
-    rf"(?<![\w./-])(?P<key>[A-Za-z][\w./-]*?)\s*[:=]\s*(?P<value>{NUM})(?:\s*/\s*(?P<of>{NUM}))?(?P<pct>%)?"
-)
-WORD_VALUE = re.compile(
-    rf"\b(?P<key>epoch|step|iter|iteration|loss|acc|accuracy|lr)\s+(?P<value>{NUM})(?![\w/])", re.IGNORECASE
-)
-BRACKET = re.compile(r"(?:\b(?P<key>[A-Za-z]\w*)\s*)?\[\s*(?P<value>\d+)\s*/\s*(?P<of>\d+)\s*\]")
+KEY = r"[A-Za-z][\w./@-]*(?:\((?:[^()\s]|\([^()\s]*\))*\))?"  # also D(x), D(G(z)), Acc@1, train/loss
+KEY_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>{KEY})\s*[:=]\s*(?P<value>{NUM})(?:\s*/\s*(?P<of>{NUM}))?"
+                       rf"(?P<pct>%)?")
+WORD_VALUE = re.compile(rf"(?:\b(?P<qual>train|training|val|valid|validation|test|eval)[\s_])?"
+                        rf"\b(?P<key>(?:epoch|step|iter|iteration|batch|loss|acc|accuracy|lr|ppl|perplexity|"
+                        rf"top[15]|acc@\d)[\w@]*)\s+(?P<value>{NUM})(?![\w/.])", re.IGNORECASE)
+#: `Accuracy of the network on the 10000 test images: 54 %`: a metric word, words, then its value.
+LEAD = re.compile(rf"^\s*(?P<key>accuracy|acc|loss|error)\b[^:=]{{0,80}}?:\s*(?P<value>{NUM})\s*(?P<pct>%)?",
+                  re.IGNORECASE)
+#: A time with its unit (nanoGPT's `time 120.50ms`).
+TIMED = re.compile(rf"\b(?P<key>time|dt|elapsed)\s*[:=]?\s*(?P<value>{NUM})\s?(?P<unit>ms|s)\b",
+                   re.IGNORECASE)
+#: One field between `|` or tabs: `valid loss  6.69`, `time:  49.81s`, `Acc@1   0.00 (  0.00)`.
+SEGMENT = re.compile(rf"^\s*(?P<key>[A-Za-z][\w@/() .-]*?)\s*:?\s+(?P<value>{NUM})\s*(?P<unit>ms|s|%)?"
+                     rf"\s*(?:\(\s*{NUM}\s*\))?\s*$")
+#: `[1,  2000] loss: 2.196` (the PyTorch CIFAR-10 tutorial): epoch, then the position in it.
+PAIR = re.compile(r"\[\s*(?P<epoch>\d+)\s*,\s*(?P<value>\d+)\s*\]")
+BRACKET = re.compile(r"(?:\b(?P<key>[A-Za-z]\w*)\s*:?\s*)?\[\s*(?P<value>\d+)\s*(?:/\s*(?P<of>\d+)\s*)?"
+                     r"(?P<pct>\(\s*\d+(?:\.\d*)?%\)\s*)?\]")
+PLACE = re.compile(r"\b(?P<key>epoch|step|iter|iteration|batch|batch_idx|global_step|episode)\b\s*[:=#]?\s*"
+                   r"(?P<value>\d+)(?:\s*/\s*(?P<of>\d+))?(?![\d.])", re.IGNORECASE)
+COUNT_OF = re.compile(r"(?<![\w.])(?P<value>\d+)\s*/\s*(?P<of>\d+)\s+(?P<key>batches|batch|steps|iters)\b")
+AFTER = re.compile(r"\bafter\s+(?P<value>\d+)\s+(?P<key>batches|steps|iterations|iters)\b", re.IGNORECASE)
+#: A rate after its value (tqdm's `8.5it/s`, Keras' `5ms/step`).
+RATE = re.compile(rf"(?<![\w.])(?P<value>{NUM})\s?(?P<key>(?:ms|s|us)/(?:it|step|batch|epoch)|it/s|"
+                  rf"samples/s|img/s|tokens/s)(?![\w/])")
+RANK = re.compile(r"^\s*\[(?:rank|default)(?P<prefix>\d+)\]:\s?|\brank\s*[:=#]?\s*(?P<named>\d+)\b[,:]?",
+                  re.IGNORECASE)
+SEPARATORS = re.compile(r"[|\t]")
+TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
+PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")
+NUMBER_IN_KEY = re.compile(r"\s[\d.]")
 EVAL_LINE = re.compile(r"\b(test|val|valid|validation|eval|evaluation|evaluating)\b", re.IGNORECASE)
-
-ALIASES = {
-    "train_loss": "loss", "training_loss": "loss", "valid_loss": "val_loss", "validation_loss": "val_loss",
-    "test_loss": "val_loss", "eval_loss": "val_loss", "accuracy": "acc", "train_acc": "acc",
-    "train_accuracy": "acc", "val_accuracy": "val_acc", "valid_acc": "val_acc", "valid_accuracy": "val_acc",
-    "test_acc": "val_acc", "test_accuracy": "val_acc", "eval_acc": "val_acc", "eval_accuracy": "val_acc",
-    "iter": "step", "iteration": "step", "global_step": "step", "learning_rate": "lr",
-}
-INTEGERS = ("epoch", "step")
-#: On an evaluation line, these plain names are the evaluation's metrics.
-EVAL_NAMES = {"loss": "val_loss", "acc": "val_acc"}
-EVAL_FIELDS = ("val_loss", "val_acc")
-#: Names that make a line a metric line (alone, epoch or step only update the context).
-METRIC_WORDS = ("loss", "acc", "ppl", "perplexity", "f1", "auc", "error", "bleu", "top1", "top5")
-RESERVED = ("v", "t", "run", "type")
+FINAL_LINE = re.compile(r"\b(end of training|after training|final test|test results?)\b", re.IGNORECASE)
+#: Training is over: what follows is a result (`Finished Training`, `Training complete`).
+TRAINING_DONE = re.compile(r"\b(finished training|training (?:is )?(?:complete|completed|finished|done)|"
+                           r"end of training)\b", re.IGNORECASE)
 
 
-@dataclass
-class Parsed:
-    """What one line says: the `step` and `eval` fields it carries (empty when it has none)."""
-
-    step: dict[str, Any] = field(default_factory=dict)
-    eval: dict[str, Any] = field(default_factory=dict)
-    context: dict[str, int] = field(default_factory=dict)
-
-
-def name(key: str) -> str:
-    """The event field for a printed key: lower case, `_` for separators, common aliases mapped."""
-    key = re.sub(r"[^a-z0-9_@]+", "_", key.lower()).strip("_")
-    return ALIASES.get(key, key)
-
-
-def parse(line: str, patterns: list[re.Pattern[str]] = ()) -> Parsed:  # type: ignore[assignment]
-    """The metrics printed on one line (see the module docstring)."""
-    found = _defaults(line)
-    for pattern in patterns:
-        for match in pattern.finditer(line):
-            found.update((name(k), float(v)) for k, v in match.groupdict().items() if _is_num(v))
-    return _split(found, bool(EVAL_LINE.search(line)), bool(patterns) and _any_match(line, patterns))
-
-
-def _defaults(line: str) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for match in BRACKET.finditer(line):
-        key = name(match["key"]) if match["key"] else "step"
-        found.setdefault(key if key in INTEGERS else "step", float(match["value"]))
-    for regex in (KEY_VALUE, WORD_VALUE):
-        for match in regex.finditer(line):
-            found.setdefault(name(match["key"]), _value(match))
-    if "epoch" in found and "step" in found and not _explicit_step(line):
-        found["batch"] = found.pop("step")  # `Epoch 2 [12/100]`: a position within the epoch, not a step
-    return found
-
-
-def _explicit_step(line: str) -> bool:
-    return bool(re.search(r"\b(step|iter|iteration|global_step)\b", line, re.IGNORECASE))
-
-
-def _value(match: re.Match[str]) -> float:
-    value = float(match["value"])
-    if match.groupdict().get("of"):
-        of = float(match["of"])
-        return value / of if of else value
-    return value / 100 if match.groupdict().get("pct") else value
-
-
-def _split(found: dict[str, float], eval_line: bool, user_match: bool) -> Parsed:
-    parsed = Parsed()
-    for key in INTEGERS:
-        if key in found:
-            parsed.context[key] = int(found.pop(key))
-    for key in RESERVED:
-        found.pop(key, None)
-    if not (user_match or any(w in k for k in found for w in METRIC_WORDS)):
-        return parsed
-    for key, value in found.items():
-        key = EVAL_NAMES.get(key, key) if eval_line else key
-        target = parsed.eval if key in EVAL_FIELDS or key.startswith("val_") else parsed.step
-        target[key] = value
-    if parsed.eval and not eval_line and not any(w in k for k in parsed.step for w in METRIC_WORDS):
-        parsed.step.clear()  # `val_loss: 0.3 lr: 0.1`: only an evaluation
-    if eval_line:
-        parsed.eval.update(parsed.step)  # everything on an evaluation line belongs to it
-        parsed.step.clear()
+def parse(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = False,  # type: ignore[assignment]
+          trained: bool = False) -> Parsed:
+    """What one printed line says (see the module docstring). EVALUATING: the script is in an evaluation
+    (its progress lines or heading came before), so a plain metric line is the evaluation's result;
+    TRAINED: training is over, so an evaluation is a test result."""
+    text = plain(line)
+    where, text = _rank(text)
+    eval_line = bool(EVAL_LINE.search(text))
+    found = _fields(text, where, eval_line)
+    user = _user_fields(text, patterns)
+    eval_line = eval_line or (evaluating and where.counter is None)
+    final = bool(FINAL_LINE.search(text)) or (trained and eval_line)
+    parsed = sort({**found, **user}, Parsed(where=where), eval_line, final)
+    if not user and not any(is_metric(k) for k in parsed.step):
+        parsed.step.clear()  # `epoch 3 lr 0.1`, or `val_loss: 0.3 lr: 0.1`: no training metric
     return parsed
 
 
-def _any_match(line: str, patterns: list[re.Pattern[str]]) -> bool:
-    return any(p.search(line) for p in patterns)
+def evaluation_progress(line: str, parsed: Parsed) -> bool:
+    """Whether a line is one batch of an evaluation under way (`Test: [ 10/157] ...`, a position of a
+    total): it never moves the run's step, and the result that follows it is the evaluation's."""
+    where = parsed.where
+    return where.total is not None and where.counter is not None and bool(EVAL_LINE.search(line))
+
+
+def evaluation_heading(line: str, parsed: Parsed) -> bool:
+    """`Test Error: ` on a line of its own: the evaluation's result comes on the next line."""
+    return not parsed.metrics and line.rstrip().endswith(":") and bool(EVAL_LINE.search(line))
+
+
+def training_done(line: str) -> bool:
+    """Whether a line says training is over (what is evaluated after it is a test result)."""
+    return bool(TRAINING_DONE.search(line))
+
+
+def _rank(text: str) -> tuple[Where, str]:
+    low = text.lower()
+    match = RANK.search(text) if ("rank" in low or "[default" in low) else None
+    if not match:
+        return Where(), text
+    rank = int(match["prefix"] or match["named"])
+    return Where(rank=rank), text[:match.start()] + " " + text[match.end():]
+
+
+def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
+    found: dict[str, float] = {}
+    _places(text, where)
+    for segment in SEPARATORS.split(text) if ("|" in text or "\t" in text) else [text]:
+        _segment(segment, found, eval_line)
+    for match in RATE.finditer(text) if "/" in text else ():
+        found.setdefault(name(match["key"]), float(match["value"]))
+    for match in TIMED.finditer(text) if TIME_WORDS.search(text) else ():
+        found.setdefault(f"{name(match['key'])}_{match['unit'].lower()}", float(match["value"]))
+    for key in [k for k in found if kind(k) in ("epoch", "counter")]:
+        value = found.pop(key)  # `| epoch 3 |`, `Batch 5`: places, read by `_places` where they are whole
+        if kind(key) == "epoch" and where.epoch is None:
+            where.epoch = int(value) if value == int(value) else value
+    return found
+
+
+def _segment(segment: str, found: dict[str, float], eval_line: bool) -> None:
+    whole = SEGMENT.match(segment)
+    if whole and not NUMBER_IN_KEY.search(whole["key"]):  # `epoch 1: 100%` is no key `epoch 1`
+        value, unit = float(whole["value"]), whole["unit"]
+        key = name(whole["key"]) + (f"_{unit}" if unit in ("s", "ms") else "")  # `time: 49.81s`
+        found.setdefault(key, percent(value) if unit == "%" else value)
+        return
+    lead = LEAD.match(segment)
+    if lead:
+        _take(lead, found, eval_line)
+    for regex in (KEY_VALUE, WORD_VALUE):
+        for match in regex.finditer(segment, lead.end() if lead else 0):
+            _take(match, found, eval_line)
+
+
+def _take(match: re.Match[str], found: dict[str, float], eval_line: bool = False) -> None:
+    key, value = _key(match, eval_line), float(match["value"])
+    of = match.groupdict().get("of")
+    if of is not None and kind(key) not in ("epoch", "counter"):
+        if match["value"].isdigit() and of.isdigit() and 0 < float(of):
+            value = float(f"{value / float(of):.12g}")  # `Accuracy: 9890/10000`
+        else:
+            found.setdefault(key + "_2", float(of))  # dcgan's `D(G(z)): 0.11 / 0.15`: before / after
+    elif match.groupdict().get("pct"):
+        value = percent(value)
+    found.setdefault(key, value)
+
+
+def _key(match: re.Match[str], eval_line: bool) -> str:
+    """The field of a match; on an evaluation line a `train loss` stays the train split's (nanoGPT's
+    `step 250: train loss 2.1, val loss 2.2` evaluates both)."""
+    qual = (match.groupdict().get("qual") or "").lower()
+    if qual.startswith("train") and eval_line:
+        return "train_" + name(match["key"])
+    return name(f"{qual}_{match['key']}" if qual else match["key"])
+
+
+def _places(text: str, where: Where) -> None:
+    """Epoch and position: brackets first (`[0/5][124/125]`, `Epoch: [0][ 11/160]`), then words."""
+    pair = PAIR.search(text) if "[" in text else None
+    if pair:
+        where.epoch, where.counter = int(pair["epoch"]), int(pair["value"])
+    brackets = list(BRACKET.finditer(text)) if "[" in text else []
+    for i, match in enumerate(brackets):
+        key = name(match["key"]) if match["key"] else ""
+        follows = i + 1 < len(brackets) and brackets[i + 1].start() - match.end() <= 1
+        if kind(key) == "epoch" or (not key and follows and where.epoch is None and where.counter is None):
+            _epoch(where, match)
+        elif where.counter is None:
+            _counter(where, match, samples=bool(match["pct"]))
+    for regex in _place_regexes(text):
+        for match in regex.finditer(text):
+            if kind(name(match["key"])) == "epoch":
+                _epoch(where, match) if where.epoch is None else None
+            elif where.counter is None:
+                _counter(where, match)
+
+
+def _place_regexes(text: str) -> list[re.Pattern[str]]:
+    """Those of PLACE, COUNT_OF and AFTER that may match: the cheap test first (a line is read on every
+    flush of the script's output)."""
+    low = text.lower()
+    return [regex for regex, present in ((PLACE, PLACE_WORDS.search(low)), (COUNT_OF, "/" in low),
+                                        (AFTER, "after" in low)) if present]
+
+
+def _epoch(where: Where, match: re.Match[str]) -> None:
+    if where.epoch is None:
+        where.epoch = int(match["value"])
+        where.epochs = int(match["of"]) if match.groupdict().get("of") else where.epochs
+
+
+def _counter(where: Where, match: re.Match[str], samples: bool = False) -> None:
+    where.counter = int(match["value"])
+    where.total = int(match["of"]) if match.groupdict().get("of") else None
+    where.samples = samples
+
+
+def percent(value: float) -> float:
+    """`97.5%` as the fraction 0.975 (rounded off the float noise of the division)."""
+    return float(f"{value / 100:.12g}")
+
+
+def _user_fields(text: str, patterns: list[re.Pattern[str]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for pattern in patterns:
+        for match in pattern.finditer(text):
+            found.update((name(k), float(v)) for k, v in match.groupdict().items() if _is_num(v))
+    return found
 
 
 def _is_num(text: str | None) -> bool:

@@ -1,114 +1,51 @@
-"""A script's output: copied to the run's logs as it is flushed, and read line by line into events.
+"""A script's printed lines into events (`line_events.LineEvents` writes them).
 
-`Pump` is a plain thread per pipe (stdout, stderr): it writes each chunk to its log at once and hands the
-lines (a `\\r`, tqdm's refresh, ends a state of the line; `\\n` ends the line) to `OutputEvents`, which
-turns metric lines into `step` / `eval` events and watches stderr for a traceback. Everything happens
-outside the script's process, so the script runs at full speed (it only blocks if the pipe fills, i.e. if
-we fall behind).
+Each line (or refreshed state of a line) from a `pump.Pump` is read by `formats.read` (a structured
+format exactly, else the printed-line guesses); `steps.Steps` places it (epoch, global step, the rank
+that counts) and `bars.Bars` places tqdm's states. A progress bar's state waits until its count moves on
+or another line comes, so each count carries the last state drawn at it; a rank's line waits for a lower
+rank's of the same step. HF Trainer's dicts take the count tqdm redraws right after writing them
+(`redraws.Redraws`). Evaluation lines are told apart from training. The thread-safe entry points are
+`stdout`, `stderr` and `close`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from trainers.protocol import EventWriter
-from trainers.troubles.leaks import LeakWatch
 
-from .lines import compile_patterns, parse
+from .bars import EPOCH_BAR, PROGRESS, Bars
+from .formats import read
+from .keras_lines import PROGRESS as KERAS_PROGRESS
+from .line_events import LEAK_WARMUP_STEPS, LineEvents
+from .lines import compile_patterns, evaluation_heading, evaluation_progress, training_done
+from .parsed import Parsed
+from .plain import plain
+from .pump import MAX_LINE, Pump
+from .redraws import Redraws
+from .steps import Steps
 from .tracebacks import TracebackWatch
 
-CHUNK = 1 << 16
-#: A "line" longer than this without a newline is handed over in parts, each a line.
-MAX_LINE = 1 << 16
-LINE_END = re.compile(rb"[\r\n]")
-#: Where a key may begin (as `lines.KEY_VALUE` reads keys): a long line is cut before one.
-WORD_START = re.compile(rb"(?<![\w./-])[A-Za-z]")
-NUMBER_TAIL = b"0123456789.eE+-"
-#: tqdm's count in a progress bar: ` 25/50 [00:01<00:01, ...`.
-PROGRESS = re.compile(r"(?<![\d.])(?P<n>\d+)/(?P<total>\d+)\s*\[")
-#: An outer bar counting epochs (`epoch 1/3 [`, `Epochs:  33%|###  | 1/3 [`).
-EPOCH_BAR = re.compile(r"\bepochs?\b", re.IGNORECASE)
-#: Step events (printed metric lines) before the leak watch judges the script's memory.
-LEAK_WARMUP_STEPS = 10
+__all__ = ["MAX_LINE", "LEAK_WARMUP_STEPS", "OutputEvents", "Pump"]
 
-
-class Pump(threading.Thread):
-    """Copies one pipe to a log descriptor and hands each line to `on_line(text, final)`.
-
-    A `\r` (tqdm's refresh) ends a state of the line, not the line: every state is handed over with
-    `final` False, and the text before the `\n` with `final` True. A line longer than MAX_LINE is handed
-    over in parts, each a line of its own, cut before a key, never between a key and its value or inside a
-    number.
-    """
-
-    def __init__(self, pipe_fd: int, log_fd: int, on_line: Callable[[str, bool], None]) -> None:
-        super().__init__(daemon=True, name=f"pump-{pipe_fd}")
-        self.pipe_fd, self.log_fd, self.on_line = pipe_fd, log_fd, on_line
-
-    def run(self) -> None:
-        """Until the pipe closes: copy, split, hand over."""
-        pending = b""
-        while chunk := _read(self.pipe_fd):
-            _write_all(self.log_fd, chunk)
-            pending += chunk
-            start = 0
-            for end in LINE_END.finditer(pending):
-                self._hand(pending[start:end.start()], final=end.group() == b"\n")
-                start = end.end()
-            pending = pending[start:]
-            while len(pending) > MAX_LINE:
-                cut = _cut(pending)
-                self._hand(pending[:cut], final=True)  # a part, not a state: its metrics count
-                pending = pending[cut:]
-        self._hand(pending, final=True)
-
-    def _hand(self, line: bytes, final: bool) -> None:
-        if line or final:
-            self.on_line(line.decode(errors="replace"), final)
-
-
-def _cut(text: bytes) -> int:
-    """Where to cut a line longer than MAX_LINE: before the last key that begins before the limit; without
-    one, before the number the limit falls in; else at the limit."""
-    starts = [m.start() for m in WORD_START.finditer(text, 1, MAX_LINE)]
-    if starts:
-        return starts[-1]
-    return len(text[:MAX_LINE].rstrip(NUMBER_TAIL)) or MAX_LINE
-
-
-def _read(fd: int) -> bytes:
-    try:
-        return os.read(fd, CHUNK)
-    except OSError:
-        return b""
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view):]
-        except OSError:
-            return  # the log is gone (disk full, deleted): keep reading, or the script blocks
+#: The `State.stream` of a rank's line waiting for the same step's line of a lower rank.
+RANKS = "ranks"
 
 
 @dataclass
-class Bar:
-    """A progress bar being drawn on one stream: the step before it, its total and the count last drawn."""
+class State:
+    """A progress bar's state waiting for the next: its stream, bar total, step and what it showed."""
 
-    base: int
-    total: int
-    n: int
-
-    def goes_on(self, n: int, total: int) -> bool:
-        """Whether `n/total` is this bar drawn again (a new bar starts over, or has another total)."""
-        return total == self.total and n >= self.n
+    stream: str
+    total: int | None
+    step: int
+    parsed: Parsed
+    where: dict[str, Any]
 
 
 class OutputEvents:
@@ -116,23 +53,31 @@ class OutputEvents:
 
     def __init__(self, writer: EventWriter, patterns: list[str], parse_output: bool = True,
                  memory: Callable[[], dict[str, Any] | None] = lambda: None,
-                 mem_interval: float = 1.0) -> None:
-        self.writer = writer
+                 mem_interval: float = 1.0, batch_size: int | None = None) -> None:
         self.patterns = compile_patterns(patterns)
         self.parse_output = parse_output
-        self.memory = memory
         self.watch = TracebackWatch()
-        self.epoch: int | None = None
-        self.step = 0
-        self.bars: dict[tuple[str, int], Bar] = {}  # per stream and total, a progress bar's count
-        self.metric_bars: dict[str, int] = {}  # per stream, the total of the bar that shows metrics
-        self.emitted: int | None = None  # the step of the last step event
+        self.steps = Steps(batch_size)
+        self.bars = Bars()
+        self.pending: State | None = None  # the last state drawn at a bar's count, not yet written
+        self.redraws = Redraws()  # HF Trainer lines and the bar redrawn after each
+        self.evaluating = False  # evaluation progress or heading came: the next result is the evaluation's
+        self.eval_progress: Parsed | None = None  # the last batch line of an evaluation under way
+        self.trained = False  # the script said training is over: evaluations are test results
         self.states: dict[str, str] = {}  # per stream, the current line's last refreshed state
-        self.best_val_acc: float | None = None
         self.last_error = ""
         self.lock = threading.Lock()
-        self.mem_due, self.mem_interval = 0.0, mem_interval
-        self.leaks = LeakWatch(warmup_steps=LEAK_WARMUP_STEPS)
+        self.out = LineEvents(writer, memory, mem_interval)
+
+    @property
+    def step(self) -> int:
+        """The run's step so far."""
+        return self.steps.step
+
+    @property
+    def best_val_acc(self) -> float | None:
+        """The best validation accuracy printed so far."""
+        return self.out.best_val_acc
 
     def stdout(self, line: str, final: bool = True) -> None:
         """One line the script printed to stdout (`final` False: a state that a `\r` refreshes)."""
@@ -144,8 +89,15 @@ class OutputEvents:
         with self.lock:
             if final:
                 self.watch.feed(line)
-                self.last_error = line.strip() or self.last_error
+                self.last_error = plain(line).strip() or self.last_error
             self._metrics(line, final, "stderr")
+
+    def close(self) -> None:
+        """The output ended: write what still waits (a bar's last state, Trainer lines)."""
+        with self.lock:
+            self._flush()
+            self._end_evaluation()
+            self._unplaced(self.redraws.rest())
 
     def _metrics(self, line: str, final: bool, stream: str) -> None:
         if not self.parse_output:
@@ -153,63 +105,148 @@ class OutputEvents:
         if final and not line.strip() and self.states.get(stream):
             line = self.states[stream]  # `text\r\n`: the line's last state is the line
         self.states[stream] = "" if final else line
-        counter = PROGRESS.search(line)
-        if not (final or counter):
+        text = plain(line)
+        bar = PROGRESS.search(text) or KERAS_PROGRESS.match(text)
+        if not (final or bar):
+            self.redraws.state(stream, line, text)
             return  # a refreshed state without a counter: only the line's last state counts
-        parsed = parse(line, self.patterns)
-        self.epoch = parsed.context.get("epoch", self.epoch)
-        if "step" in parsed.context:
-            self.step = parsed.context["step"]
-        elif counter and self._outer(stream, line, int(counter["total"]), bool(parsed.step)):
-            self._outer_bar(line, int(counter["n"]), int(counter["total"]))
-        elif counter:  # a progress bar: its count within the bar, after the steps before the bar
-            self.step = self._bar_step(stream, int(counter["n"]), int(counter["total"]))
-            if self.step == self.emitted:
-                parsed.step.clear()  # the same state drawn again (tqdm's close redraws the last one)
-        elif parsed.step:
-            self.step += 1
-        if parsed.step:
-            self.emitted = self.step
-        where = {"step": self.step, **({"epoch": self.epoch} if self.epoch is not None else {})}
-        if parsed.step:
-            mem = self._mem()
-            self.writer.emit("step", **where, **parsed.step, **mem)
-            leak = self.leaks.observe(self.step, mem["mem"]) if mem else None
-            if leak:
-                self.writer.emit("warning", **leak)
-        if parsed.eval:
-            self.writer.emit("eval", **where, **parsed.eval)
-            acc = parsed.eval.get("val_acc")
-            if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
-                self.best_val_acc = acc
+        parsed = read(text, self.patterns, self.evaluating, self.trained)
+        if not self.steps.counts(parsed.where):
+            return  # another rank's line: one step per printed step, the lowest rank's
+        if bar and parsed.reader == "guess":
+            self._tqdm_state(stream, text, parsed, bar)
+        elif bar and parsed.where.counter is not None:
+            self._state(stream, parsed.where.total, self._placed(parsed), parsed)
+        else:
+            self._line(text, parsed)
 
-    def _outer(self, stream: str, line: str, total: int, shows_metrics: bool) -> bool:
-        """Whether a counter is an outer bar of nested ones (`for epoch in tqdm(...)` around a bar of the
-        batches): one without metrics that counts epochs, or while another bar of the stream shows the
-        metrics. It does not move the step (the inner bar's count goes on across epochs)."""
-        if shows_metrics:
-            self.metric_bars[stream] = total
+    def _tqdm_state(self, stream: str, text: str, parsed: Parsed, bar: re.Match[str]) -> None:
+        n, total = int(bar["n"]), int(bar["total"])
+        if parsed.where.counter is None:
+            self.steps.place(parsed.where)  # the epoch its description says (`epoch 1: 40%|...`)
+        if self.bars.outer(stream, text, total, bool(parsed.step)):
+            if EPOCH_BAR.search(text):  # "epochs: 1/3": one epoch done, the second under way
+                self.steps.epoch, self.bars.epochs_done = min(n + 1, total), n
+            return
+        step, new_bar = self.bars.step(stream, n, total, self.steps.step)
+        if new_bar:
+            self._flush()  # count 0 of a new bar never replaces the last state of the one before
+        placed = self.redraws.bar(stream, total, step)
+        if placed:
+            self.out.emit(step, *placed)
+        self._state(stream, total, step, parsed)
+
+    def _state(self, stream: str, total: int | None, step: int, parsed: Parsed) -> None:
+        """A bar's state at STEP: it replaces a state of the same count, and writes one of another."""
+        self._evaluated(parsed)
+        pending = self.pending
+        if pending and not (pending.stream == stream and pending.total == total and pending.step == step):
+            self._flush()
+        self.steps.step = step
+        if parsed.metrics:
+            self.pending = State(stream, total, step, parsed, self._where(parsed))
+
+    def _line(self, text: str, parsed: Parsed) -> None:
+        if parsed.where.rank is not None and self._same_step_other_rank(parsed):
+            return
+        if parsed.metrics:
+            self._flush()  # a line between two states of a bar (tqdm.write) leaves the bar's state waiting
+        if parsed.reader == "guess" and self._evaluation(text, parsed):
+            return
+        if parsed.step_from_bar:
+            self._trainer_line(parsed)
+            return
+        self._evaluated(parsed)
+        step = self._placed(parsed)
+        if parsed.where.rank is not None and self.out.emitted is not None and step <= self.out.emitted:
+            parsed.step.clear()  # this rank's step was written already
+        self.steps.step = step
+        if parsed.where.rank is not None and parsed.step:  # waits: rank 0's line of this step may follow
+            self.pending = State(RANKS, None, step, parsed, self._where(parsed))
+        else:
+            self.out.emit(step, parsed, self._where(parsed))
+
+    def _same_step_other_rank(self, parsed: Parsed) -> bool:
+        """A rank's line of the step whose line waits: the lower rank's values stay (rank 0's)."""
+        pending = self.pending
+        if not (pending and pending.stream == RANKS):
             return False
-        return bool(EPOCH_BAR.search(line)) or self.metric_bars.get(stream, total) != total
+        step = self.steps.preview(parsed.where)
+        if step != pending.step:
+            return False
+        if parsed.where.rank < (pending.parsed.where.rank or 0):  # type: ignore[operator]
+            self.pending = State(RANKS, None, step, parsed, self._where(parsed))
+        return True
 
-    def _outer_bar(self, line: str, n: int, total: int) -> None:
-        if EPOCH_BAR.search(line):  # "epochs: 1/3": one epoch done, the second under way
-            self.epoch = min(n + 1, total)
+    def _placed(self, parsed: Parsed) -> int:
+        """The step of a line: where it says, else the next step for a metric line (unless the steps come
+        from positions: then it is a summary at the current step)."""
+        placed = self.steps.place(parsed.where)
+        if placed is None and parsed.step and self._positional():
+            # `Epoch 1/3 - Loss: 0.41`: the epoch's summary, not a step of its own
+            self.out.summary(self.steps.step, parsed, self._where(parsed))
+        return placed if placed is not None else self.steps.step + bool(parsed.step)
 
-    def _bar_step(self, stream: str, n: int, total: int) -> int:
-        # A bar is known by its counter, not by its line: a line printed between two of its states
-        # (tqdm.write) or a state on a line of its own (Keras, a log file) does not start a new bar.
-        bar = self.bars.get((stream, total))
-        if bar is None or not bar.goes_on(n, total):
-            bar = self.bars[(stream, total)] = Bar(base=self.step, total=total, n=n)
-        bar.n = n
-        return bar.base + n
+    def _evaluation(self, text: str, parsed: Parsed) -> bool:
+        """Lines about an evaluation that are not its result: `Test: [ 10/157] ...` (a batch of it, never
+        a step of the run), `Test Error:` (its heading); and `Finished Training`. True: nothing to write."""
+        self.trained = self.trained or training_done(text)
+        if evaluation_progress(text, parsed):
+            self.evaluating, self.eval_progress = True, parsed if parsed.eval else self.eval_progress
+            return True
+        if evaluation_heading(text, parsed):
+            self.evaluating = True
+            return True
+        return False
 
-    def _mem(self) -> dict[str, Any]:
-        # Sampling the process tree costs a few ms: at most once a second.
-        now = time.monotonic()
-        if now < self.mem_due:
-            return {}
-        self.mem_due = now + self.mem_interval
-        mem = self.memory()
-        return {"mem": mem} if mem else {}
+    def _evaluated(self, parsed: Parsed) -> None:
+        """A metric line after an evaluation's progress: its result, or training again (then the last
+        progress line was the result)."""
+        if parsed.metrics or parsed.where.counter is not None:
+            self._end_evaluation(result=bool(parsed.eval))
+
+    def _end_evaluation(self, result: bool = False) -> None:
+        progress, self.eval_progress, self.evaluating = self.eval_progress, None, False
+        if progress and not result:
+            self.out.emit(self.steps.step, Parsed(eval=progress.eval), self._where(progress))
+
+    def _positional(self) -> bool:
+        """Whether the run's steps come from printed positions (counters or bars), not from lines."""
+        return self.steps.last is not None or bool(self.bars.bars)
+
+    def _trainer_line(self, parsed: Parsed) -> None:
+        """An HF Trainer dict: at the count of the bar redrawn right after it; without a bar, next."""
+        if parsed.where.epoch is not None:
+            self.steps.epoch = parsed.where.epoch
+        step = self.redraws.line((parsed, self._where(parsed)))
+        if step is not None:
+            self.out.emit(step, parsed, self._where(parsed))
+        elif self.redraws.barless(bool(self.bars.bars)):
+            self._count(self.redraws.rest())
+
+    def _unplaced(self, lines: list[tuple[Parsed, dict[str, Any]]]) -> None:
+        """Trainer lines the output ended before a redraw placed: counted if no bar ever came, else at
+        the bar's last count."""
+        if not self.bars.bars:
+            self._count(lines)
+            return
+        for parsed, where in lines:
+            self.out.emit(self.steps.step, parsed, where)
+
+    def _count(self, lines: list[tuple[Parsed, dict[str, Any]]]) -> None:
+        """Trainer lines without a bar to place them: a training line is the next step (a guess)."""
+        for parsed, where in lines:
+            self.steps.step += bool(parsed.step)
+            self.out.emit(self.steps.step, parsed, where)
+
+    def _flush(self) -> None:
+        pending, self.pending = self.pending, None
+        if pending and self.out.emitted is not None and pending.step <= self.out.emitted:
+            pending.parsed.step.clear()  # a new bar's count 0 at the step the last one ended: written
+        if pending:
+            self.out.emit(pending.step, pending.parsed, pending.where)
+
+    def _where(self, parsed: Parsed) -> dict[str, Any]:
+        steps = self.steps
+        return {k: v for k, v in (("epoch", steps.epoch), ("epochs", steps.epochs),
+                                  ("rank", parsed.where.rank)) if v is not None}

@@ -27,6 +27,7 @@ from trainers.reaper import die_with_parent
 from .memory import TreeMemory
 from .output import OutputEvents, Pump
 from .report import ENV_EVENTS, ENV_RUN_ID
+from .steps import batch_size, epochs
 from .tensorboard_tail import TensorBoardTail
 from .tracebacks import hint
 
@@ -89,12 +90,10 @@ class ScriptRun:
                                      preexec_fn=die_with_parent)
         if self.stop_asked:
             self.ask_stop(signal.SIGTERM)
-        nproc = script["nproc"]
-        self.writer.emit("started", strategy="torchrun" if nproc else "script", world_size=max(nproc, 1),
-                         devices=devices, script=script["path"], args=script["args"], pid=self.proc.pid,
-                         **({"resumed": True} if resumed else {}))
+        self._started(script, devices, resumed)
         memory = TreeMemory(self.proc.pid)
-        events = OutputEvents(self.writer, script["patterns"], script["parse_output"], memory)
+        events = OutputEvents(self.writer, script["patterns"], script["parse_output"], memory,
+                              batch_size=batch_size(script["args"]))
         assert self.proc.stdout is not None and self.proc.stderr is not None
         pumps = [Pump(self.proc.stdout.fileno(), sys.stdout.fileno(), events.stdout),
                  Pump(self.proc.stderr.fileno(), sys.stderr.fileno(), events.stderr)]
@@ -105,9 +104,17 @@ class ScriptRun:
         deadline = time.monotonic() + DRAIN_S
         for pump in pumps:
             pump.join(timeout=max(0.0, deadline - time.monotonic()))
+        events.close()
         tensorboard.finish()
         self._final(code, events)
         return code
+
+    def _started(self, script: dict[str, Any], devices: Any, resumed: bool) -> None:
+        assert self.proc is not None
+        nproc, total = script["nproc"], epochs(script["args"])  # the script's own epochs, never train.epochs
+        self.writer.emit("started", strategy="torchrun" if nproc else "script", world_size=max(nproc, 1),
+                         devices=devices, script=script["path"], args=script["args"], pid=self.proc.pid,
+                         **({"epochs": total} if total else {}), **({"resumed": True} if resumed else {}))
 
     def _final(self, code: int, events: OutputEvents) -> None:
         if self.stop_asked:

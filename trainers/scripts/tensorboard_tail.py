@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .lines import EVAL_NAMES, name
+from .names import name
 
 POLL_S = 1.0
 EVAL_PARTS = ("val", "valid", "validation", "test", "eval")
@@ -31,7 +31,7 @@ def field(tag: str) -> tuple[str, bool]:
     rest = [p for p in parts if p not in EVAL_PARTS + TRAIN_PARTS] or parts
     key = name("_".join(rest))
     if is_eval:
-        key = EVAL_NAMES.get(key, key if key.startswith("val_") else f"val_{key}")
+        key = key if key.startswith("val_") else f"val_{key}"
     return key, is_eval or key.startswith("val_")
 
 
