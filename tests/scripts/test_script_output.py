@@ -48,3 +48,20 @@ def test_an_evaluation_alone_moves_no_step(tmp_path: Path) -> None:
     events = read(tmp_path / "events.jsonl")
     assert [(e["type"], e["step"], e.get("val_acc@1"), e.get("val_acc@5")) for e in events] == [
         ("eval", 0, 4.5, 10.0)]
+
+
+def test_an_epoch_summary_read_before_the_bars_last_states_leaves_them_their_count(tmp_path: Path) -> None:
+    """The summary is printed on stdout after the bar (stderr) closed, but the two pipes are read apart:
+    read first, it must not write the bar's waiting state early (the count's later states would be lost)."""
+    out = OutputEvents(EventWriter(tmp_path / "events.jsonl", "r"), [])
+    bar = "Epoch 1/1:  {p}%|##| {n}/4 [00:01<00:00, 3.0it/s, acc={acc}, loss={loss}]"
+    for n, acc, loss in ((1, 50, 0.5), (2, 60, 0.4), (3, 61, 0.3)):
+        out.stderr(bar.format(p=n * 25, n=n, acc=acc, loss=loss), final=False)
+    out.stdout("Epoch 1/1 - Loss: 0.3500, Accuracy: 64.00%")  # read before the bar's last states
+    out.stderr(bar.format(p=75, n=3, acc=64, loss=0.25), final=False)  # set_postfix at count 3, drawn last
+    out.stderr(bar.format(p=100, n=4, acc=64, loss=0.25), final=False)
+    out.stderr("", final=True)
+    out.close()
+    events = read(tmp_path / "events.jsonl")
+    assert {e["step"]: e["acc"] for e in events if e["type"] == "step"} == {1: 50, 2: 60, 3: 64, 4: 64}
+    assert [(e["type"], e["loss"]) for e in events if e["type"] == "summary"] == [("summary", 0.35)]

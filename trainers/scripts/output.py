@@ -149,8 +149,11 @@ class OutputEvents:
     def _line(self, text: str, parsed: Parsed) -> None:
         if parsed.where.rank is not None and self._same_step_other_rank(parsed):
             return
-        if parsed.metrics:
-            self._flush()  # a line between two states of a bar (tqdm.write) leaves the bar's state waiting
+        if parsed.metrics and not self._summary(parsed):
+            # A line between two states of a bar (tqdm.write) writes the bar's waiting state first. An
+            # epoch's summary leaves it waiting: printed on stdout after the bar (stderr) closed, it may be
+            # read before the bar's last states, and a state written early would not be the count's last.
+            self._flush()
         if parsed.reader == "guess" and self._evaluation(text, parsed):
             return
         if parsed.step_from_bar:
@@ -177,6 +180,10 @@ class OutputEvents:
         if parsed.where.rank < (pending.parsed.where.rank or 0):  # type: ignore[operator]
             self.pending = State(RANKS, None, step, parsed, self._where(parsed))
         return True
+
+    def _summary(self, parsed: Parsed) -> bool:
+        """Whether a metric line is an epoch's summary (`_placed` writes it as one): no step of its own."""
+        return bool(parsed.step) and self._positional() and self.steps.preview(parsed.where) is None
 
     def _placed(self, parsed: Parsed) -> int:
         """The step of a line: where it says, else the next step for a metric line (unless the steps come
