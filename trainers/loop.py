@@ -229,7 +229,8 @@ class Training:
                 lambda: checkpoint.save(path, model, self.optimizer, scaler, epoch, self.step, self.config,
                                         self.metrics, epoch_complete=complete,
                                         batches_done=0 if complete else self.batches_done,
-                                        micro_batch=self.stepper.micro_batch),
+                                        micro_batch=self.stepper.micro_batch,
+                                        trained=self.step_meter.totals()),
                 path, self.emit, self.config["train"]["disk_full_wait_s"], needed)
             self.emit("checkpoint", path=str(path), epoch=epoch, step=self.step, is_best=is_best)
         self.strategy.barrier()
@@ -245,6 +246,7 @@ class Training:
             scaler.load_state_dict(state["scaler"])
         self.step = int(state.get("step", 0))
         self.stepper.resume_at(state.get("micro_batch"))
+        self.step_meter.resume_totals(state.get("trained"))
         epoch, complete = int(state.get("epoch", 0)), bool(state.get("epoch_complete", True))
         self.start_epoch = epoch + 1 if complete else max(epoch, 1)
         self.batches_done = 0 if complete else int(state.get("batches_done", 0))

@@ -27,6 +27,7 @@ class StepMeter:
         self.process = psutil.Process()
         self.loss_sum = torch.zeros((), device=device)
         self.count = self.samples = 0
+        self.trained, self.train_s = 0, 0.0  # the run's samples and training seconds so far (all ranks)
         self.restart()
 
     def restart(self) -> None:
@@ -52,13 +53,26 @@ class StepMeter:
         loss = self.loss_sum.item() / self.count  # the only host-device sync of the hot path
         if not math.isfinite(loss):
             raise NonFiniteLossError(step, loss)
-        fields = {"loss": loss, "count": self.count,
-                  "samples_per_s": self.samples * self.world_size / max(now - self.window_start, 1e-9),
-                  "mem": self.memory()}
+        seconds = max(now - self.window_start, 1e-9)  # training time only (restart() skips the rest)
+        self.trained += self.samples * self.world_size
+        self.train_s += seconds
+        # samples_per_s: this window's rate (the plot's); samples / train_s: the run's mean (protocol.rates)
+        rate = self.samples * self.world_size / seconds
+        fields = {"loss": loss, "count": self.count, "samples_per_s": rate, "samples": self.trained,
+                  "train_s": round(self.train_s, 6), "mem": self.memory()}
         self.loss_sum.zero_()
         self.count = self.samples = 0
         self.window_start, self.due_at = now, now + self.interval
         return fields
+
+    def totals(self) -> dict[str, float]:
+        """The run's samples and training seconds so far (kept in checkpoints: a resumed run goes on)."""
+        return {"samples": self.trained, "train_s": self.train_s}
+
+    def resume_totals(self, totals: dict[str, Any] | None) -> None:
+        """Go on from a checkpoint's `totals()`."""
+        totals = totals or {}
+        self.trained, self.train_s = int(totals.get("samples", 0)), float(totals.get("train_s", 0.0))
 
     def memory(self) -> Mem:
         """Per-CUDA-device allocated/reserved/peak bytes and this process's resident set size."""

@@ -21,6 +21,7 @@ from typing import Any
 from trainers import protocol
 from trainers.protocol import Config, Event, RunDir, processes
 from trainers.protocol.events import RESERVE
+from trainers.protocol.rates import mean_rate
 from trainers.protocol.stops import held_stops
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
@@ -149,6 +150,9 @@ def summary(run: RunDir) -> dict[str, Any]:
     for event in events:
         if event.get("type") in ("step", "eval", "finished"):
             last.update({k: v for k, v in event.items() if k not in ("v", "t", "run", "type", "mem")})
+    rate = mean_rate(events)  # the run's mean, not its last window's
+    if rate is not None:
+        last["samples_per_s"] = rate
     row = {k: info.get(k) for k in ("id", "name", "kind", "strategy", "pid", "started_at", "ended_at")}
     row.update(id=run.id, status=state, last=last)
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)

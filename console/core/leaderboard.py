@@ -35,7 +35,7 @@ class Trial:
     best: float | None = None
     curve: Series = field(default_factory=Series)
     peak_mb: float | None = None  # the worker's largest memory seen (GPU peak, else host RSS)
-    samples_per_s: float | None = None  # its latest training speed
+    samples_per_s: float | None = None  # its mean training speed (protocol.rates), as last reported
 
     def apply(self, event: Event, metric: str, mode: str) -> None:
         """Take one `trial` event."""

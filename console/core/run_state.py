@@ -13,6 +13,7 @@ from console.core.history import Series
 from console.core.leaderboard import Search
 from console.core.weights import Weights
 from trainers.protocol import FINAL, Event, derive_status, in_queue
+from trainers.protocol.rates import MeanRate
 from trainers.protocol.shapes import Mem
 
 
@@ -54,7 +55,8 @@ class RunState:
     epoch: int | None = None
     loss: float | None = None
     lr: float | None = None
-    samples_per_s: float | None = None
+    samples_per_s: float | None = None  # the run's mean over its training (protocol.rates)
+    rate: MeanRate = field(default_factory=MeanRate)
     val_loss: float | None = None
     val_acc: float | None = None
     best_val_acc: float | None = None
@@ -140,9 +142,11 @@ def _devices(devices: Any) -> str:
 
 
 def _step(run: RunState, e: Event, t: float) -> None:
-    for key in ("step", "epoch", "loss", "lr", "samples_per_s"):
+    for key in ("step", "epoch", "loss", "lr"):
         if e.get(key) is not None:
             setattr(run, key, e[key])
+    run.rate.add(e)
+    run.samples_per_s = run.rate.value
     if isinstance(e.get("mem"), dict):
         run.mem = e["mem"]
     if _is_num(e.get("step")) and _is_num(e.get("loss")):

@@ -48,6 +48,11 @@ def check_event_fields(run: RunDir) -> None:
         assert [d["device"] for d in e["mem"]["devices"]] == ([] if not CUDA else auto_devices())
     assert [e["step"] for e in steps] == sorted({e["step"] for e in steps})  # increasing, no repeats
     assert sum(e["count"] for e in steps) == steps[-1]["step"]  # every step is in exactly one mean
+    # The run's totals, from which every view takes its samples/s: every sample of the 5 epochs (23
+    # batches of 64, the last one short), over training seconds that are within the run's wall time.
+    assert 5 * 22 * 64 < steps[-1]["samples"] < 5 * 23 * 64
+    assert 0 < steps[-1]["train_s"] < events(run, "finished")[0]["t"] - events(run, "started")[0]["t"]
+    assert [e["samples"] for e in steps] == sorted(e["samples"] for e in steps)
     assert steps[-1]["loss"] < steps[0]["loss"] / 3
     evals = events(run, "eval")
     assert [e["epoch"] for e in evals] == [1, 2, 3, 4, 5]

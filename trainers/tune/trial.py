@@ -20,6 +20,7 @@ from typing import Any
 from ray import tune
 
 from ..protocol import trial_stops_requested
+from ..protocol.rates import MeanRate
 from ..protocol.tune_config import METRICS, trial_run_config
 from ..troubles.explain import explain, traceback_tail
 from . import cluster
@@ -83,6 +84,7 @@ class TrialReport:
         self.mem: dict[str, Any] = {}
         self.evaluated = False  # an `eval` not yet reported
         self.samples_per_s: float | None = None
+        self.rate = MeanRate()
         self.node = cluster.node_name()
 
     def emit(self, kind: str, **fields: Any) -> None:
@@ -90,7 +92,8 @@ class TrialReport:
         if kind == "step":
             self.metrics["train_loss"] = fields.get("loss")
             self.mem = fields.get("mem") or self.mem
-            self.samples_per_s = fields.get("samples_per_s") or self.samples_per_s
+            self.rate.add(fields)
+            self.samples_per_s = self.rate.value  # the trial's mean, as a run's (protocol.rates)
         elif kind == "eval":
             self.metrics.update(epoch=fields.get("epoch"), val_loss=fields.get("val_loss"),
                                 val_acc=fields.get("val_acc"))
