@@ -36,9 +36,40 @@ def fail(message: str) -> NoReturn:
     raise SystemExit(USAGE_ERROR)
 
 
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+class Version(argparse.Action):
+    """`--version`: the installed package's version (looked up only when asked: the console's first
+    frame does not wait for package metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"trainconsole {version('trainconsole')}")
+        except PackageNotFoundError:
+            print("trainconsole (not installed as a package)")
+        raise SystemExit(0)
+
+
 def build_parser() -> Parser:
     """The argument parser for every subcommand."""
-    parser = Parser(prog="trainconsole", description="Launch, watch and kill PyTorch training runs.")
+    parser = Parser(prog="trainconsole", description="Launch, watch and kill PyTorch training runs. "
+                    "With no command, opens the console (a terminal app); each command below is its "
+                    "headless twin.")
+    parser.add_argument("--version", action=Version)
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
         cmd = sub.add_parser(name, help=help_text)
@@ -52,6 +83,8 @@ def build_parser() -> Parser:
     sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
     for name in ("stop", "kill", "resume"):
         sub.add_parser(name, help=f"{name} a run").add_argument("id")
+    sub.choices["resume"].add_argument("--epochs", type=positive_int, metavar="N",
+                                       help="a finished training run: train on to N epochs in all")
     sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
                                      help="kill the run if it has not stopped after this long (default 30)")
     trials = sub.add_parser("trials", help="a search's trials ranked, with parameter importance")
@@ -190,7 +223,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """`resume ID`: continue a run that ended from its last checkpoint."""
     run = _run(args.id)
     try:
-        control().resume(run)
+        control().resume(run, epochs=args.epochs)
     except protocol.RunBusy as e:
         fail(str(e))
     except FileNotFoundError as e:

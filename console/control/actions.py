@@ -41,11 +41,22 @@ class Control:
         self._allow("launch")
         return runs.launch(config, name=name, root=self.home)
 
-    def resume(self, run: RunDir) -> RunDir:
+    def resume(self, run: RunDir, epochs: int | None = None) -> RunDir:
         """Start a run that ended again from its last checkpoint (RunBusy if it is alive,
-        FileNotFoundError if a training run has no checkpoint)."""
+        FileNotFoundError if a training run has no checkpoint). A finished run has nothing left to
+        train: refused, unless `epochs` raises a training run's total (its config says so from then on)."""
         self._allow("resume")
-        return runs.resume(run)
+        summary = runs.summary(run)
+        kind, done = summary.get("kind") or "train", summary["last"].get("epochs")
+        if epochs is not None:
+            if kind != "train":
+                raise Refused(f"--epochs: only a training run's epochs can grow; {run.id} is a {kind} run")
+            if isinstance(done, int) and epochs <= done:
+                raise Refused(f"--epochs: {epochs} is not more than the {done} epochs {run.id} has trained")
+        elif summary["status"] == "finished":
+            more = " (resume ID --epochs N to train on)" if kind == "train" else ""
+            raise Refused(f"run {run.id} has finished: nothing left to resume{more}")
+        return runs.resume(run, epochs=epochs)
 
     def stop(self, run: RunDir, grace: float = 30.0) -> str:
         """Ask the run to checkpoint and stop; kill it after `grace` seconds. Returns its status."""

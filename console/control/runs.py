@@ -22,6 +22,7 @@ from trainers import protocol
 from trainers.protocol import Config, Event, RunDir, processes
 from trainers.protocol.events import RESERVE
 from trainers.protocol.rates import mean_rate
+from trainers.protocol.status import last_final
 from trainers.protocol.stops import held_stops
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
@@ -83,11 +84,18 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
     return run
 
 
-def resume(run: RunDir) -> RunDir:
-    """Start a stopped, failed, killed or lost run again from its `last.pt`; its event log continues.
+#: How long a resume waits for a run that has said its last word (`stopped`) to finish exiting.
+EXITING_S = 30.0
 
-    Raises RunBusy if the run's process is alive (another resume may have just started it).
+
+def resume(run: RunDir, epochs: int | None = None) -> RunDir:
+    """Start a stopped, failed, killed or lost run again from its `last.pt`; its event log continues
+    (with `epochs`, a training run's config is given that many epochs in all first).
+
+    Raises RunBusy if the run's process is alive (another resume may have just started it); a run whose
+    log already ends with its final event (a search's driver shutting Ray down) is waited for.
     """
+    _wait_exiting(run)
     with run.lock():
         info = run.read_info()
         if protocol.process_alive(info.get("pid"), info.get("pid_started")):
@@ -95,8 +103,28 @@ def resume(run: RunDir) -> RunDir:
         builtin = not info.get("argv") and info.get("kind", "train") == "train"
         if builtin and not run.last_ckpt.exists():
             raise FileNotFoundError(f"run {run.id} has no checkpoint to resume from ({run.last_ckpt})")
+        if epochs is not None:
+            config = protocol.load(run.config)
+            config["train"]["epochs"] = epochs
+            _write_atomic(run.config, protocol.dumps(config))
         _start(run, _command(run, info, resume=True), info)
     return run
+
+
+def _wait_exiting(run: RunDir) -> None:
+    """Until the run's process is gone, if its log says it has ended (else at once)."""
+    deadline = time.monotonic() + EXITING_S
+    while time.monotonic() < deadline and leader(run) is not None:
+        final, _ = last_final(protocol.tail(run.events, 16 << 10))
+        if final is None:
+            return
+        time.sleep(0.2)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _command(run: RunDir, info: dict[str, Any], resume: bool) -> list[str]:

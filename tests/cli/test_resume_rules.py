@@ -1,0 +1,39 @@
+"""What `resume` takes: a finished run has nothing left to resume (exit 2, nothing rewritten) unless asked
+for more epochs; then it trains on from its last checkpoint to the new total."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from processes import wait_for
+from test_cli import DEMO, cli, events, ls
+
+
+def test_a_finished_run_is_refused_and_resume_epochs_trains_on(home: Path) -> None:
+    out = cli("run", DEMO, "--set", "train.epochs=1", "--wait")
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split()[0]
+    run_json = home / "runs" / run_id / "run.json"
+    before, logged = run_json.read_text(), events(home, run_id)
+
+    refused = cli("resume", run_id)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        f"trainconsole: error: run {run_id} has finished: nothing left to resume "
+        "(resume ID --epochs N to train on)"]
+    assert run_json.read_text() == before and events(home, run_id) == logged  # nothing rewritten
+
+    same = cli("resume", run_id, "--epochs", "1")
+    assert same.returncode == 2 and "not more than the 1 epochs" in same.stderr
+    assert run_json.read_text() == before
+
+    assert cli("resume", run_id, "--epochs", "2").returncode == 0
+    wait_for(lambda: ls()[run_id]["status"] == "finished" and events(home, run_id)[-1]["type"] == "finished"
+             and len(events(home, run_id)) > len(logged), timeout=120, what="the resumed run's end")
+    after = events(home, run_id)[len(logged):]
+    assert after[0]["type"] == "started" and after[0]["resumed_from_step"] == logged[-1]["steps"]
+    assert [e["epoch"] for e in after if e["type"] == "eval"] == [2]
+    assert after[-1]["epochs"] == 2 and after[-1]["steps"] == 2 * logged[-1]["steps"]
+    assert "epochs = 2" in (home / "runs" / run_id / "config.toml").read_text()
+    assert json.loads(run_json.read_text())["id"] == run_id
