@@ -35,7 +35,17 @@ PANE_KEYS = [
 ]
 RANK = Binding("b", "rank", "Sort: newest / best val acc", show=False)
 
-
-def help_keys(global_keys: list[Binding]) -> list[Binding]:
-    """Every key of the dashboard and the app's own (`global_keys`), in the order `?` lists them."""
-    return [*KEYS, *global_keys, RANK, *PANE_KEYS]
+#: Why a key that fits only some selections cannot act now (the footer hides it then; pressed anyway,
+#: it says so in a toast instead of doing nothing). Bound after the keys themselves, which go first.
+WHY_NOT = {
+    "stop_trial": "x stops a search's trial: select a tune run (its trials are in the plot pane)",
+    "train_trial": "t trains a search's trial: select a tune run (its trials are in the plot pane)",
+    "weights": "h shows a training run's weights: a search has none of its own (t trains a trial)",
+    "mark": "space overlays runs on the loss plot: not on a tune run, nor in the weights view",
+    "layer": "[ and ] move between layers in the weights view: press h first",
+    "compare": "c compares overlaid runs: mark two or more with space first",
+}
+WHY = [Binding(key, f"why_not('{action}')", "", show=False, system=True)
+       for key, action in (("x", "stop_trial"), ("t", "train_trial"), ("h", "weights"), ("space", "mark"),
+                           ("right_square_bracket", "layer"), ("left_square_bracket", "layer"),
+                           ("c", "compare"))]

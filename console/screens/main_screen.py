@@ -24,7 +24,7 @@ from console.core.weights import Snapshot
 from console.screens.confirm_screen import ConfirmScreen
 from console.screens.frames import Frames
 from console.screens.help_screen import show_help
-from console.screens.keys import KEYS, PANE_KEYS, RANK
+from console.screens.keys import KEYS, PANE_KEYS, RANK, WHY, WHY_NOT
 from console.screens.path_screen import PathScreen
 from console.screens.run_commands import RunCommands
 from console.services.gpu import Devices
@@ -51,7 +51,7 @@ class MainScreen(Screen[None]):
     """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
     that act on the runs shown."""
 
-    BINDINGS = [*KEYS, *PANE_KEYS, RANK]
+    BINDINGS = [*KEYS, *PANE_KEYS, RANK, *WHY]
 
     def __init__(self, config: Config, source: str, path: str, board: Board, control: Control,
                  clock: Callable[[], float]) -> None:
@@ -211,6 +211,13 @@ class MainScreen(Screen[None]):
         if action == "compare":  # shown once two runs are marked (space)
             return len(sel.compared(self.board)) >= 2
         return True
+
+    def action_why_not(self, action: str) -> None:
+        """A key that cannot act on this selection: say why (the key itself did not run)."""
+        if self.frames.keys_for is None:
+            self.notify("the runs are still being read", severity="warning")
+        else:
+            self.notify(WHY_NOT[action], severity="warning")
 
     # -- keys that act on runs (through the control layer) --------------------------------------------
 

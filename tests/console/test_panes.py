@@ -12,6 +12,7 @@ from textual.widgets import Input, Static
 from textual.widgets._footer import FooterKey
 
 from console.screens.help_screen import HelpScreen
+from console.screens.keys import WHY_NOT
 from console.screens.path_screen import PathScreen
 from console.screens.start_screen import StartScreen
 from console.widgets.gpu_bars import GpuBars
@@ -79,10 +80,14 @@ async def test_enter_on_a_run_shows_its_plot_and_log(fixture_home: Path) -> None
 #: What a user must find under `?` (key as shown, a word of its description), written out here rather than
 #: read from the bindings, so that a key dropped from the help screen fails this test.
 HELP_KEYS = [("l f5", "Launch"), ("s", "Stop"), ("k", "Kill"), ("r", "Resume"), ("space", "Overlay"),
-             ("h", "weight histograms"), ("[ ]", "the next layer"), ("[", "layer before"),
+             ("x", "Stop the selected trial"), ("t", "Train the selected"), ("c", "Compare the overlaid"),
+             ("h", "weight histograms"), ("[ ]", "the next layer"),
              ("?", "Help"), ("q", "Quit"), ("b", "Sort"), ("n 5", "Setup"), ("1", "Runs"), ("2", "Plot"),
              ("3", "Devices"), ("4", "Log"), ("o", "Load"), ("w", "Save"), ("escape", "Back"),
-             ("↑ ↓ pgup pgdn", "Move"), ("enter", "launch")]
+             ("↑ ↓ pgup pgdn", "Move"), ("enter", "launch"), ("2", "trials"),
+             ("ctrl+t", "Script / config"), ("a", "All keys"), ("e", "setup form with the run's config"),
+             ("escape c", "Back")]
+HELP_CONTEXTS = ["dashboard", "setup form (5 or n)", "compare (c, with two runs overlaid)", "anywhere"]
 FOOTER_KEYS = ["l Launch", "s Stop", "k Kill", "r Resume", "space Overlay", "h Weights", "? Help", "q Quit"]
 
 
@@ -106,6 +111,8 @@ async def test_question_mark_lists_every_key(fixture_home: Path) -> None:
         missing = [(key, word) for key, word in HELP_KEYS
                    if not any(line.startswith(f"{key} ") and word in line for line in lines)]
         assert missing == []
+        assert [line for line in lines if line in HELP_CONTEXTS] == HELP_CONTEXTS
+        assert len([line for line in lines if line.startswith("[")]) == 1  # `[ ]` once, `[` not again
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -205,3 +212,18 @@ async def test_a_recovered_out_of_memory_is_marked_on_the_plot(fixture_home: Pat
         plot = app.main.query_one(LossPlot)
         assert [line.xs for line in plot.lines if line.kind == "oom"] == [[120]]
         assert "OOM" in plot.border_subtitle
+
+
+async def test_a_key_that_cannot_act_on_the_selection_says_why(fixture_home: Path) -> None:
+    """x, t, c, [ on a training run (no search, nothing overlaid, no weights view): hidden from the footer,
+    and pressed anyway each answers in a toast instead of doing nothing."""
+    app = make_app(fixture_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert not app.main.selection.is_tune(app.main.board)
+        for key in ("x", "t", "c", "right_square_bracket"):
+            await pilot.press(key)
+        await pilot.pause(0.2)
+        said = [n.message for n in app._notifications]
+        assert said == [WHY_NOT["stop_trial"], WHY_NOT["train_trial"], WHY_NOT["compare"], WHY_NOT["layer"]]
+        assert len(protocol.list_runs(fixture_home)) == 5  # and nothing was done
