@@ -22,7 +22,6 @@ from trainers import protocol
 from trainers.protocol import Config, Event, RunDir, processes
 from trainers.protocol.events import RESERVE
 from trainers.protocol.rates import mean_rate
-from trainers.protocol.status import last_final
 from trainers.protocol.stops import held_stops
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
@@ -86,6 +85,7 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
 
 #: How long a resume waits for a run that has said its last word (`stopped`) to finish exiting.
 EXITING_S = 30.0
+ENDED = frozenset(protocol.FINAL.values())
 
 
 def resume(run: RunDir, epochs: int | None = None) -> RunDir:
@@ -112,12 +112,10 @@ def resume(run: RunDir, epochs: int | None = None) -> RunDir:
 
 
 def _wait_exiting(run: RunDir) -> None:
-    """Until the run's process is gone, if its log says it has ended (else at once)."""
+    """Until the run's process is gone, if its status is already final (its log ended it since its last
+    launch: it is exiting); at once otherwise."""
     deadline = time.monotonic() + EXITING_S
-    while time.monotonic() < deadline and leader(run) is not None:
-        final, _ = last_final(protocol.tail(run.events, 16 << 10))
-        if final is None:
-            return
+    while time.monotonic() < deadline and leader(run) is not None and status(run) in ENDED:
         time.sleep(0.2)
 
 

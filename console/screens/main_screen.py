@@ -47,6 +47,22 @@ VERY_WIDE = 160
 SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare")
 
 
+#: The configs shipped with trainconsole: `w` never proposes to overwrite one.
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def save_proposal(path: str) -> str:
+    """Where `w` proposes to save the form: the file it was loaded from, unless that is a shipped example
+    (then a file of the same name in the working directory, or `NAME-mine.toml` beside it if that is one)."""
+    target = Path(path).expanduser().resolve()
+    if not target.is_relative_to(EXAMPLES):
+        return path
+    here = Path.cwd() / target.name
+    if here.resolve().is_relative_to(EXAMPLES) or here.resolve() == target:
+        here = Path.cwd() / f"{target.stem}-mine.toml"
+    return str(here)
+
+
 class MainScreen(Screen[None]):
     """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
     that act on the runs shown."""
@@ -137,7 +153,7 @@ class MainScreen(Screen[None]):
         if self.query_one(RunForm).check() is None:
             self.notify("fix the config first: see the setup pane", severity="error")
             return
-        self.app.push_screen(PathScreen("Save the config as:", self.path), self._save)
+        self.app.push_screen(PathScreen("Save the config as:", save_proposal(self.path)), self._save)
 
     def _save(self, path: str | None) -> None:
         config = self.query_one(RunForm).check()

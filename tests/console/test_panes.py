@@ -139,6 +139,8 @@ async def test_w_saves_and_o_loads_the_form(fixture_home: Path, tmp_path: Path) 
         app.main.query_one("#train-epochs", Input).value = "7"
         await pilot.press("escape", "w")
         await until(pilot, lambda: isinstance(app.screen, PathScreen), 5, "the path dialog")
+        proposed = Path(app.screen.query_one(Input).value)  # loaded from examples/digits.toml: not that
+        assert proposed.name == "digits.toml" and proposed.parent == Path.cwd() != Path("examples").resolve()
         app.screen.query_one(Input).value = str(saved)
         await pilot.press("enter")
         await until(pilot, saved.exists, 5, "the file")
