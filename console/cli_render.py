@@ -26,11 +26,20 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     last = row.get("last") or {}
     started = row.get("started_at")
     return (
-        row["id"], row["status"], row.get("strategy") or "-", _num(last.get("epoch")),
+        row["id"], row["status"], row.get("strategy") or "-", epoch_cell(last),
         _num(last.get("step")), _num(last.get("loss"), ".4f"), _num(last.get("val_acc"), ".3f"),
         _num(last.get("samples_per_s"), ".0f"),
         time.strftime("%m-%d %H:%M", time.localtime(started)) if started else "-",
     )
+
+
+def epoch_cell(last: dict[str, Any]) -> str:
+    """`3/10`: the epoch and the epochs in all, as the console's row shows it (`3` if the total is not
+    known, `-` before the first epoch)."""
+    epoch, total = last.get("epoch"), last.get("epochs")
+    if epoch is None:
+        return "-"
+    return f"{epoch}/{total}" if isinstance(total, int) else f"{epoch}"
 
 
 def _num(value: Any, fmt: str = "") -> str:

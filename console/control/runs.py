@@ -179,6 +179,9 @@ def summary(run: RunDir) -> dict[str, Any]:
     rate = mean_rate(events)  # the run's mean, not its last window's
     if rate is not None:
         last["samples_per_s"] = rate
+    total = run.epochs(info)  # a training run's total, as the console's row (a script's: its events')
+    if total:
+        last["epochs"] = total
     row = {k: info.get(k) for k in ("id", "name", "kind", "strategy", "pid", "started_at", "ended_at")}
     row.update(id=run.id, status=state, last=last)
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)

@@ -169,6 +169,10 @@ def plot_lines(runs: Iterable[RunState], buckets: int) -> list[PlotLine]:
     lines = []
     for run in runs:
         name = label(run)
+        if run.plotted in run.metrics:  # another metric than the loss (m): it alone
+            xs, ys = run.metrics[run.plotted].decimate(buckets)
+            lines.append(PlotLine(run.id, name, "train", xs, ys))
+            continue
         for kind, series in (("train", run.train_loss), ("val_loss", run.val_losses),
                              ("val_acc", run.val_accs)):
             if len(series):
@@ -256,7 +260,20 @@ def plot_view(board: Board, selected: str | None, marked: Iterable[str], buckets
     shown = [i for i in dict.fromkeys([selected, *marked]) if i in board.runs]
     runs = [board.runs[i] for i in shown]
     extra = f" +{len(runs) - 1} more" if len(runs) > 1 else ""
-    return plot_lines(runs, buckets), (f"loss: {label(runs[0])}{extra}" if runs else "loss")
+    return plot_lines(runs, buckets), (f"{plotted(runs[0])}: {label(runs[0])}{extra}" if runs else "loss")
+
+
+def plotted(run: RunState) -> str:
+    """The name of the metric a run's plot shows (its loss unless m chose another)."""
+    return run.plotted if run.plotted in run.metrics else run.loss_key or "loss"
+
+
+def next_metric(run: RunState) -> str | None:
+    """The metric m shows next for a run: its loss, then each other metric its steps carry, in turn
+    (None: the loss)."""
+    order = [None, *run.metrics]
+    now = run.plotted if run.plotted in run.metrics else None
+    return order[(order.index(now) + 1) % len(order)]
 
 
 def trial_lines(search: leaderboard.Search, buckets: int) -> list[PlotLine]:

@@ -64,7 +64,10 @@ class RunState:
     t_first: float | None = None
     t_last: float | None = None
     events: int = 0
-    train_loss: Series = field(default_factory=Series)
+    train_loss: Series = field(default_factory=Series)  # the loss (or, wanting one, the first loss-like)
+    metrics: dict[str, Series] = field(default_factory=dict)  # every other training metric a step carries
+    loss_key: str | None = None  # the step field shown as its loss: `loss`, else the first loss-like
+    plotted: str | None = None  # the metric its plot shows (m cycles; None: the loss)
     val_losses: Series = field(default_factory=Series)
     val_accs: Series = field(default_factory=Series)
     notes: deque[Note] = field(default_factory=lambda: deque(maxlen=200))
@@ -116,6 +119,8 @@ class RunState:
 
 def _started(run: RunState, e: Event, t: float) -> None:
     run.final, run.failure, run.said_started = None, None, True
+    if isinstance(e.get("epochs"), int):  # a script's total, from its argv
+        run.epochs = e["epochs"]
     run.strategy = e.get("strategy") or run.strategy
     for key in ("world_size", "devices", "params", "trainable_params"):
         setattr(run, key, e.get(key, getattr(run, key)))
@@ -142,16 +147,34 @@ def _devices(devices: Any) -> str:
 
 
 def _step(run: RunState, e: Event, t: float) -> None:
-    for key in ("step", "epoch", "loss", "lr"):
+    for key in ("step", "epoch", "lr"):
         if e.get(key) is not None:
             setattr(run, key, e[key])
     run.rate.add(e)
+    if isinstance(e.get("epochs"), int):  # a script's total, as printed (`Epoch 3/10`)
+        run.epochs = e["epochs"]
     run.samples_per_s = run.rate.value
     if isinstance(e.get("mem"), dict):
         run.mem = e["mem"]
-    if _is_num(e.get("step")) and _is_num(e.get("loss")):
-        run.train_loss.append(e["step"], e["loss"])
-        run.step_times.append(e["step"], t - (run.t_first or t))
+    if run.loss_key is None or run.loss_key != "loss" and _is_num(e.get("loss")):
+        run.loss_key = "loss" if _is_num(e.get("loss")) else next(  # dcgan's `Loss_D`: its first loss
+            (k for k, v in e.items() if "loss" in k.lower() and _is_num(v) and k not in NOT_METRICS), None)
+    loss = e.get(run.loss_key or "loss")
+    if _is_num(loss):
+        run.loss = loss
+    if _is_num(e.get("step")):
+        if _is_num(loss):
+            run.train_loss.append(e["step"], loss)
+            run.step_times.append(e["step"], t - (run.t_first or t))
+        for key, value in e.items():
+            if key != run.loss_key and key not in NOT_METRICS and _is_num(value):
+                run.metrics.setdefault(key, Series()).append(e["step"], value)
+
+
+#: A step event's fields that are not a training metric of its own to plot (the trainer's rate and
+#: learning rate included: m cycles through what a script logs beside its loss).
+NOT_METRICS = frozenset({"v", "t", "run", "type", "step", "epoch", "epochs", "rank", "count", "samples",
+                         "train_s", "mem", "timing", "lr", "samples_per_s"})
 
 
 def _eval(run: RunState, e: Event, t: float) -> None:

@@ -34,7 +34,7 @@ class Frames:
         self._last_frame = self._plot_next = 0.0
         self._plot_scheduled = False
         self._importance_key: tuple[str | None, int] | None = None  # the search and ended trials computed
-        self.keys_for: tuple[str | None, bool] | None = None  # the selection keys fit (None: no frame yet)
+        self.keys_for: tuple[str | None, bool, bool] | None = None  # what the selection fits (None: no frame)
 
     def schedule(self) -> None:
         """Draw what changed in the next frame (at most every FRAME_S)."""
@@ -63,7 +63,8 @@ class Frames:
         view = build_view(board, screen.clock(), sel.selected, sel.marked, sel.ranking, changed)
         self._force = set()
         sel.selected, self.labels = view.selected, view.labels
-        keys_for = (sel.selected, sel.is_tune(board))  # a run's kind may come a frame after its row
+        run = board.runs.get(sel.selected or "")  # its kind, and its metrics, may come after its row
+        keys_for = (sel.selected, sel.is_tune(board), bool(run and run.metrics))
         if keys_for != self.keys_for:
             self.keys_for = keys_for
             screen.refresh_bindings()  # the trial keys show only for a tune run

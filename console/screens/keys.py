@@ -13,6 +13,8 @@ KEYS = [
     Binding("r", "resume", "Resume"),
     Binding("x", "stop_trial", "Stop trial", tooltip="Stop the selected trial (the search goes on)"),
     Binding("t", "train_trial", "Train", tooltip="Train the selected (else best) trial's config"),
+    Binding("m", "metric", "Metric", tooltip="Plot the selected run's next metric (its loss, then each "
+            "other metric its steps log)"),
     Binding("space", "mark", "Overlay"),
     Binding("c", "compare", "Compare", tooltip="Compare the overlaid runs: what differs, results, cost"),
     Binding("h", "weights", "Weights", tooltip="The selected run's weight histograms by epoch (h: back)"),
@@ -43,9 +45,11 @@ WHY_NOT = {
     "weights": "h shows a training run's weights: a search has none of its own (t trains a trial)",
     "mark": "space overlays runs on the loss plot: not on a tune run, nor in the weights view",
     "layer": "[ and ] move between layers in the weights view: press h first",
+    "metric": "m plots a run's other metrics: this run logs no metric but its loss",
     "compare": "c compares overlaid runs: mark two or more with space first",
 }
 WHY = [Binding(key, f"why_not('{action}')", "", show=False, system=True)
        for key, action in (("x", "stop_trial"), ("t", "train_trial"), ("h", "weights"), ("space", "mark"),
+                           ("m", "metric"),
                            ("right_square_bracket", "layer"), ("left_square_bracket", "layer"),
                            ("c", "compare"))]

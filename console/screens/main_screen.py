@@ -17,7 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
 from console.control import Control
-from console.core.board import Board, PlotLine, View, weights_view
+from console.core.board import Board, PlotLine, View, next_metric, plotted, weights_view
 from console.core.leaderboard import Search, Trial, searched
 from console.core.selection import Selection
 from console.core.weights import Snapshot
@@ -44,7 +44,7 @@ WIDE = (100, 30)
 VERY_WIDE = 160
 
 #: The keys that fit some selections and not others (see `MainScreen.check_action`).
-SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare")
+SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare", "metric")
 
 
 #: The configs shipped with trainconsole: `w` never proposes to overwrite one.
@@ -224,9 +224,19 @@ class MainScreen(Screen[None]):
             return not (tune or sel.weights_on)
         if action == "layer":
             return sel.weights_on and not tune
+        if action == "metric":  # a run that logs more than its loss (a script's own metrics)
+            run = self.board.runs.get(sel.selected or "")
+            return bool(run and run.metrics) and not (tune or sel.weights_on)
         if action == "compare":  # shown once two runs are marked (space)
             return len(sel.compared(self.board)) >= 2
         return True
+
+    def action_metric(self) -> None:
+        """Plot the selected run's next metric."""
+        run = self.board.runs[self.selection.selected or ""]
+        run.plotted = next_metric(run)
+        self.notify(f"plotting {plotted(run)}", timeout=2)
+        self.frames.redraw()
 
     def action_why_not(self, action: str) -> None:
         """A key that cannot act on this selection: say why (the key itself did not run)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import tomllib
 from collections.abc import Callable
 
 from textual.message import Message
@@ -203,14 +202,5 @@ class Tailer:
         if mtime == t.info_mtime:
             return False
         t.info_mtime, t.info = mtime, t.run.read_info()
-        t.epochs = _epochs(t.run) if t.info else None
+        t.epochs = t.run.epochs(t.info) if t.info else None  # a script's own come in its events
         return True
-
-
-def _epochs(run: RunDir) -> int | None:
-    try:
-        with open(run.config, "rb") as f:
-            epochs = tomllib.load(f).get("train", {}).get("epochs")
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    return epochs if isinstance(epochs, int) else None

@@ -36,4 +36,6 @@ def test_a_finished_run_is_refused_and_resume_epochs_trains_on(home: Path) -> No
     assert [e["epoch"] for e in after if e["type"] == "eval"] == [2]
     assert after[-1]["epochs"] == 2 and after[-1]["steps"] == 2 * logged[-1]["steps"]
     assert "epochs = 2" in (home / "runs" / run_id / "config.toml").read_text()
+    line = next(ln for ln in cli("ls").stdout.splitlines() if ln.startswith(run_id))
+    assert " 2/2 " in line  # the epoch and the total, as the console's row shows them
     assert json.loads(run_json.read_text())["id"] == run_id

@@ -80,3 +80,33 @@ def test_a_tqdm_set_postfix_bar_carries_each_counts_last_state(corpus: dict[str,
     summaries = [(e["epoch"], e["loss"], e["acc"]) for e in got if e["type"] == "summary"]
     assert summaries == [(1, 0.1799, 0.65), (2, 0.034, 0.65)]
     assert all(e["step"] <= 20 * e["epoch"] for e in got if e["type"] == "summary")
+
+
+def test_the_console_shows_what_each_script_logs(corpus: dict[str, Any]) -> None:
+    """The runs table and plot over genuine scripts' events: dcgan has no `loss`, so its first loss-like
+    metric is its loss (not `-`, not "no data yet") and m plots each other metric in turn; the tqdm
+    script's epoch total is its own (`Epoch 1/2`), not a config's `train.epochs`."""
+    from console.core.board import next_metric, plot_lines, plotted, row
+    from console.core.run_state import RunState
+
+    dcgan = RunState("dcgan")
+    for event in corpus["dcgan"]:
+        dcgan.apply(event)
+    steps = [e for e in corpus["dcgan"] if e["type"] == "step"]
+    assert dcgan.loss_key == "loss_d" and dcgan.loss == steps[-1]["loss_d"]
+    assert row(dcgan, now=steps[-1]["t"])[4] == f"{steps[-1]['loss_d']:.4g}"
+    (line,) = [ln for ln in plot_lines([dcgan], 100) if ln.kind == "train"]
+    assert line.ys == [e["loss_d"] for e in steps]
+    seen = [plotted(dcgan)]
+    for _ in range(len(dcgan.metrics) + 1):
+        dcgan.plotted = next_metric(dcgan)
+        seen.append(plotted(dcgan))
+    assert seen[0] == seen[-1] == "loss_d" and sorted(seen[1:-1]) == ["d_g_z", "d_g_z_2", "d_x", "loss_g"]
+    dcgan.plotted = "d_x"
+    assert [ln.ys for ln in plot_lines([dcgan], 100)] == [[e["d_x"] for e in steps]]
+
+    bar = RunState("tqdm")
+    bar.set_info({"kind": "script"}, None)
+    for event in corpus["tqdm"]:
+        bar.apply(event)
+    assert row(bar, now=bar.t_last)[3] == "2/2"

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,18 @@ class RunDir:
         tmp = self.info_path.with_name(f".run.json.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(info, indent=2))
         os.replace(tmp, self.info_path)
+
+    def epochs(self, info: dict[str, Any]) -> int | None:
+        """The epochs a training run is set to train in all (its config's `train.epochs`); None for a
+        script or a search, whose totals are their own (a script's come in its events)."""
+        if info.get("kind", "train") != "train":
+            return None
+        try:
+            with open(self.config, "rb") as f:
+                epochs = tomllib.load(f).get("train", {}).get("epochs")
+        except (OSError, tomllib.TOMLDecodeError):
+            return None
+        return epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else None
 
     def update_info(self, **fields: Any) -> dict[str, Any]:
         """Merge fields into run.json and return the result."""
