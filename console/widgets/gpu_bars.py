@@ -56,7 +56,8 @@ class GpuBars(Widget):
             if d.host is not None:
                 self._bar(text, "host", d.host.used, d.host.total, d.host.by_run, width)
             if d.disk is not None:  # red below what the next checkpoint needs
-                need = f", a checkpoint needs {human_bytes(d.disk.needed)}" if d.disk.low else ""
+                # the need on a line of its own: the pane is narrow, and the lines are cut at its width
+                need = f"\n  a checkpoint needs {human_bytes(d.disk.needed)}" if d.disk.low else ""
                 text.append(f"disk {human_bytes(d.disk.free)} free of {human_bytes(d.disk.total)}{need}\n",
                             style="bold red" if d.disk.low else "dim")
         self._selected(text, width)

@@ -48,8 +48,10 @@ def test_the_devices_pane_shows_the_homes_free_space_in_red_below_a_checkpoint(t
     assert not disk.low and 0 < disk.free <= disk.total
     bars = GpuBars()
     bars.devices = gpu.Devices(note="", disk=gpu.Disk(str(home), 10 << 20, 100 << 30, 20 << 20))
-    line = next(line for line in bars.render().split("\n") if line.plain.startswith("disk "))
-    assert line.plain.startswith("disk 10M free of 100G, ") and line.spans[0].style == "bold red"
+    lines = bars.render().split("\n")  # at the pane's narrowest (30 columns), nothing cut
+    at = next(i for i, line in enumerate(lines) if line.plain.startswith("disk "))
+    assert lines[at].plain == "disk 10M free of 100G" and lines[at].spans[0].style == "bold red"
+    assert lines[at + 1].plain == "  a checkpoint needs 20M" and lines[at + 1].spans[0].style == "bold red"
     bars.devices = gpu.Devices(note="", disk=gpu.Disk(str(home), 30 << 20, 100 << 30, 20 << 20))
     line = next(line for line in bars.render().split("\n") if line.plain.startswith("disk "))
     assert line.plain == "disk 30M free of 100G" and line.spans[0].style == "dim"

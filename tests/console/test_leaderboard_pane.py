@@ -77,6 +77,23 @@ class TestSnapshots:
         """120x40: the leaderboard in place of the loss plot; x and t in the footer."""
         assert snap_compare(make_app(running_search), terminal_size=WIDE, run_before=settle)
 
+    def test_demo_search_every_value_at_120x40(self, snap_compare, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+        """120x40, the demo search's four parameters (examples/tune_digits_optuna.toml): every searched
+        value of every trial shows in full, the header and the importance line too."""
+        home = tmp_path / "home"
+        monkeypatch.setenv("TRAINCONSOLE_HOME", str(home))
+        space = {"train.lr": 0.0874, "train.batch_size": 128, "train.momentum": 0.8123,
+                 "train.weight_decay": 3.1e-5}
+        events: list[dict[str, Any]] = [{"t": T0, "type": "started", "strategy": "tune", "metric": "val_acc",
+                                         "mode": "max", "num_samples": 4}]
+        for n, acc in ((1, 0.91), (2, 0.97), (3, 0.55), (4, 0.88)):
+            values = {k: v if k == "train.batch_size" else round(v / n, 5) for k, v in space.items()}
+            events.append({**trial(n, "terminated", 3, acc, 0, 0), "config": values})
+        write_run(home, TUNE, events, strategy="single", info={"kind": "tune", "name": "tune-digits"},
+                  epochs=3)
+        assert snap_compare(make_app(home), terminal_size=WIDE, run_before=settle)
+
     def test_leaderboard_beside_trial_curves(self, snap_compare, running_search: Path) -> None:
         """170 columns: the trials' val_acc curves beside the leaderboard."""
         assert snap_compare(make_app(running_search), terminal_size=HUGE, run_before=settle)
