@@ -127,6 +127,7 @@ class RunForm(VerticalScroll):
     def action_toggle_script(self) -> None:
         """Switch between the config form and the script form."""
         self.script_mode = not self.script_mode
+        self.query_one("#form-source", Static).update(self._source_text())  # a script is no search
         self._show_rows()
         self.check()
         self.query_one(f"#{self.fields[0].id}", Input).focus()

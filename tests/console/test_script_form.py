@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 from conftest import settle, until
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from console.app import TrainConsole
+from console.screens.path_screen import PathScreen
 from console.services.gpu import SimulatedGpus
 from console.widgets.run_form import RunForm
 
@@ -60,3 +61,20 @@ async def test_ctrl_t_back_gives_the_config_form_and_a_train_run_config(home: Pa
         assert not form.script_mode and form.query_one("#row-model-name").display
         config = form.check()
         assert config is not None and config["script"]["path"] == ""
+
+
+async def test_ctrl_t_on_a_loaded_tune_file_drops_and_brings_back_its_search_header(home: Path) -> None:
+    app = TrainConsole(home=home, sampler=SimulatedGpus(1), config_path="examples/digits.toml")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        form = app.main.query_one(RunForm)
+        header = form.query_one("#form-source", Static)
+        await pilot.press("o")
+        await until(pilot, lambda: isinstance(app.screen, PathScreen), 5, "the path dialog")
+        app.screen.query_one(Input).value = "examples/tune_digits_optuna.toml"
+        await pilot.press("enter")
+        await until(pilot, lambda: str(header.render()).startswith("tune: optuna"), 5, "the search's header")
+        await pilot.press("5", "ctrl+t")
+        assert form.script_mode and str(header.render()) == "from examples/tune_digits_optuna.toml"
+        await pilot.press("ctrl+t")
+        assert str(header.render()).startswith("tune: optuna")
