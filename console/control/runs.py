@@ -179,6 +179,8 @@ def summary(run: RunDir) -> dict[str, Any]:
     rate = mean_rate(events)  # the run's mean, not its last window's
     if rate is not None:
         last["samples_per_s"] = rate
+    if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
+        last.update(_search_result(run))
     total = run.epochs(info)  # a training run's total, as the console's row (a script's: its events')
     if total:
         last["epochs"] = total
@@ -188,6 +190,20 @@ def summary(run: RunDir) -> dict[str, Any]:
     if failure is not None and state == "failed":
         row["cause"] = failure.get("cause")
     return row
+
+
+def _search_result(run: RunDir) -> dict[str, Any]:
+    """A search's best trial's metric (under the metric's name), as the console derives it from the whole
+    log (a search's log is its trials' results: small)."""
+    from console.core.run_state import RunState
+
+    state = RunState(run.id)
+    for event in protocol.read_all(run.events):
+        state.apply(event)
+    leader = state.search.leader() if state.search is not None else None
+    if leader is None or leader.best is None:
+        return {}
+    return {state.search.metric: leader.best, "trials": len(state.search.trials)}  # type: ignore[union-attr]
 
 
 def stop(run: RunDir, grace: float = 30.0) -> str:
@@ -218,9 +234,20 @@ def kill(run: RunDir) -> list[int]:
         if not survivors and (was in ("running", "queued") or (was == "lost" and procs)):
             protocol.EventWriter(run.events, run.id).emit("killed", pids=sorted(p.pid for p in procs))
             run.update_info(ended_at=time.time())
-        if not survivors:  # the trainer's disk ballast, which only it would have removed
-            (run.path / RESERVE).unlink(missing_ok=True)
+        if not survivors:  # what only the run would have removed: the trainer's disk ballast, and a
+            (run.path / RESERVE).unlink(missing_ok=True)  # search's short link to its Ray files
+            _remove_ray_link(run, info.get("ray_temp_dir"))
     return [p.pid for p in survivors]
+
+
+def _remove_ray_link(run: RunDir, path: Any) -> None:
+    """A search's `/tmp/tcray-*` link (run.json `ray_temp_dir`), if it is one and leads into the run."""
+    if not isinstance(path, str):
+        return
+    link = Path(path)
+    with contextlib.suppress(OSError):
+        if link.is_symlink() and link.resolve().is_relative_to(run.path.resolve()):
+            link.unlink()
 
 
 def wait(run: RunDir, on_event: Callable[[Event], None] | None = None, poll: float = 0.2) -> str:

@@ -89,6 +89,13 @@ class Search:
                  if t.best is not None and t.status not in ("pending", "running")]
         return importance(ended)
 
+    def ended_with(self, status: str) -> None:
+        """The search ended (killed, failed, stopped) with trials still pending or running: they ended
+        with it (their own last events still say they run)."""
+        for trial in self.trials.values():
+            if trial.status in ("pending", "running"):
+                trial.status = "killed" if status in ("killed", "failed") else status
+
     def leader(self) -> Trial | None:
         """The best trial so far (the search's own verdict once it has finished)."""
         if self.best_trial in self.trials:

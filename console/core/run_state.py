@@ -230,6 +230,8 @@ def _final(run: RunState, e: Event, t: float) -> None:
         run.notes.append(Note(t, "info", text))
     else:
         run.notes.append(Note(t, "warning" if kind == "killed" else "info", kind))
+    if run.search is not None and kind != "finished":  # its trials under way ended with it
+        run.search.ended_with(FINAL[kind])
 
 
 def _cost(run: RunState, e: Event, t: float) -> None:
@@ -240,6 +242,9 @@ def _cost(run: RunState, e: Event, t: float) -> None:
 def _trial(run: RunState, e: Event, t: float) -> None:
     run.search = run.search or Search()
     run.search.apply(e)
+    leader = run.search.leader()
+    if run.search.metric == "val_acc" and leader is not None:  # `b` ranks a search by its best trial
+        run.best_val_acc = leader.best
     if e.get("status") == "error" and e.get("cause"):
         number = e.get("number") or e.get("trial_id")
         run.notes.append(Note(t, "error", f"trial #{number} failed: {e['cause']}"))
