@@ -26,11 +26,18 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     last = row.get("last") or {}
     started = row.get("started_at")
     return (
-        row["id"], row["status"], row.get("strategy") or "-", epoch_cell(last),
+        row["id"], status_cell(row), row.get("strategy") or "-", epoch_cell(last),
         _num(last.get("step")), _num(last.get("loss"), ".4f"), _num(last.get("val_acc"), ".3f"),
         _num(last.get("samples_per_s"), ".0f"),
         time.strftime("%m-%d %H:%M", time.localtime(started)) if started else "-",
     )
+
+
+def status_cell(row: dict[str, Any]) -> str:
+    """The status, as the console's row shows it: `paused: disk full` for a run waiting for disk space."""
+    if row.get("paused") and row["status"] == "running":
+        return f"paused: {row['paused']}"
+    return f"{row['status']}: {row['paused']}" if row.get("paused") else row["status"]
 
 
 def epoch_cell(last: dict[str, Any]) -> str:

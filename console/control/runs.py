@@ -168,6 +168,9 @@ def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] 
     return protocol.run_status(run, events, info)
 
 
+DISK_CODES = ("disk_full", "disk_space_back")
+
+
 def summary(run: RunDir) -> dict[str, Any]:
     """The run as one `ls` row: id, name, kind, strategy, status, pid, started_at, ended_at, last."""
     info, events = run.read_info(), protocol.tail(run.events)
@@ -186,6 +189,9 @@ def summary(run: RunDir) -> dict[str, Any]:
         last["epochs"] = total
     row = {k: info.get(k) for k in ("id", "name", "kind", "strategy", "pid", "started_at", "ended_at")}
     row.update(id=run.id, status=state, last=last)
+    space = next((e["code"] for e in reversed(events) if e.get("code") in DISK_CODES), None)
+    if space == "disk_full" and state in ("running", "lost"):  # as the console's row says it
+        row["paused"] = "disk full"
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
     if failure is not None and state == "failed":
         row["cause"] = failure.get("cause")

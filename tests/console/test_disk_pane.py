@@ -12,6 +12,7 @@ from conftest import T0, make_app, settle, until, write_run
 from console.services import gpu
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.runs_table import RunsTable
+from trainers import protocol
 
 PAUSED = "20240305-140000-paused-d15c"
 WARNING = {"t": T0 + 5, "type": "warning", "code": "disk_full", "path": "/x/runs/r/checkpoints/last.pt",
@@ -35,6 +36,12 @@ async def test_a_run_on_a_full_disk_says_so_in_its_row_and_log(tmp_path: Path,
         assert any(text.startswith("paused: disk full; [disk_full] no space left") for text in notes)
         status = next(k for k in table.columns if k.value == "status")
         assert table.columns[status].width >= len("lost: disk full")  # the column widens to say it whole
+    from console.cli_render import table as ls_table
+    from console.control import runs
+
+    row = runs.summary(protocol.RunDir(home / "runs" / PAUSED))  # ls says what the console says
+    assert row["status"] == "lost" and row["paused"] == "disk full"
+    assert ls_table([row]).splitlines()[1].split("  ")[1] == "lost: disk full"
 
 
 def test_the_devices_pane_shows_the_homes_free_space_in_red_below_a_checkpoint(tmp_path: Path) -> None:
