@@ -73,5 +73,7 @@ class RunCommands:
             except protocol.ConfigError as e:
                 self._report(f"cannot train trial #{number}: {e}", "error")
                 return
+            epochs = new.epochs(new.read_info())  # the search's max_t: more than a cut trial trained
+            self._report(f"training trial #{number}'s config for {epochs} epochs (the search's max_t)")
             self.screen.app.call_from_thread(self.screen.launched, new.id)
         self._in_thread("train_trial", body)

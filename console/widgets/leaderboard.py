@@ -37,6 +37,7 @@ class Leaderboard(DataTable[Text]):
         """Show the trials' rows (best first); the cursor stays on its trial when the order changes."""
         rows, metric = trials.rows, trials.metric
         self.columns[self._key("metric")].label = Text(metric[:7])
+        self.border_title = f"trials, best {metric} each (x stop · t train)"  # t trains to max_t
         if rows == self._rows:
             return
         keep = self.selected_trial
