@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trainers import protocol
-from trainers.protocol import Config, Event, RunDir, processes
+from trainers.protocol import Config, Event, RunDir, index, processes
 from trainers.protocol.events import RESERVE
 from trainers.protocol.stops import held_stops
 
@@ -142,19 +142,15 @@ def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] 
 
 
 def summary(run: RunDir) -> dict[str, Any]:
-    """The run as one `ls` row: id, name, kind, strategy, status, pid, started_at, ended_at, last."""
+    """The run as one `ls` row (`protocol.index.row`), derived now."""
     info, events = run.read_info(), protocol.tail(run.events)
-    state = status(run, events, info)
-    last: dict[str, Any] = {}
-    for event in events:
-        if event.get("type") in ("step", "eval", "finished"):
-            last.update({k: v for k, v in event.items() if k not in ("v", "t", "run", "type", "mem")})
-    row = {k: info.get(k) for k in ("id", "name", "kind", "strategy", "pid", "started_at", "ended_at")}
-    row.update(id=run.id, status=state, last=last)
-    failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
-    if failure is not None and state == "failed":
-        row["cause"] = failure.get("cause")
-    return row
+    return index.row(run, info, events, status(run, events, info))
+
+
+def summaries(root: Path, found: list[RunDir], every: bool) -> list[index.Entry]:
+    """Each run's summary (its `ls` row, best metrics, config keys), from the run index where it is
+    still true (`every`: `found` is every run of the home)."""
+    return index.summaries(root, found, status, every)
 
 
 def stop(run: RunDir, grace: float = 30.0) -> str:
