@@ -65,6 +65,10 @@ def build_parser() -> Parser:
     logs.add_argument("id")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
     logs.add_argument("--json", action="store_true", help="events as JSON lines, exactly as logged")
+    from . import cli_manage
+
+    cli_manage.add_parsers(sub)
+    COMMANDS.update(cli_manage.COMMANDS)
     return parser
 
 
@@ -74,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     script_args: list[str] = []
     if argv[:1] == ["run"] and "--" in argv:  # `run --script PATH -- ARGS...`: the script's own arguments
         argv, script_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    if argv[:1] == ["tag"] and len(argv) > 2 and not argv[1].startswith("-"):
+        argv.insert(2, "--")  # `tag ID +a -b`: a -b is a tag to remove, not an option
     args = build_parser().parse_args(argv)
     args.script_args = script_args
     if args.command is None:
@@ -145,9 +151,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    """`ls [--json]`: every run with its status and latest metrics."""
-    door = control()
-    rows = [door.summary(run) for run in door.all_runs()]
+    """`ls [--json] [--filter EXPR] [--trash]`: every run (that matches), its status and latest metrics."""
+    from .cli_manage import matching
+
+    rows = [entry["row"] for entry in (control().trashed() if args.trash else matching(args.filter))]
     if args.json:
         print(json.dumps(rows, indent=1))
     else:
@@ -231,13 +238,14 @@ def cmd_trials(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """`compare ID ID... [--json] [--all]`: the runs' results and cost, and the config keys that differ."""
+    from . import cli_manage
     from .core import compare
     from .services import compare_runs
 
     found = [_run(i) for i in args.ids]
     if len({r.id for r in found}) < 2:
         fail("id: compare takes two or more different runs (see trainconsole ls)")
-    report = compare.to_json(compare_runs.comparison(found), args.all)
+    report = cli_manage.with_marks(compare.to_json(compare_runs.comparison(found), args.all), found)
     print(json.dumps(report, indent=1) if args.json else compare.text(report))
     return 0
 
