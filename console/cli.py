@@ -154,11 +154,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
     """`ls [--json] [--filter EXPR] [--trash]`: every run (that matches), its status and latest metrics."""
     from .cli_manage import matching
 
-    rows = [entry["row"] for entry in (control().trashed() if args.trash else matching(args.filter))]
-    if args.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        print(render.table(rows))
+    found = control().trashed() if args.trash else matching(args.filter)
+    print(render.json_rows([s.row_text for s in found])
+          if args.json else render.table([s.row for s in found]))
     return 0
 
 

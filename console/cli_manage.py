@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from trainers.protocol import RunDir
+from trainers.protocol.index import Summary
 from trainers.protocol.meta import read_meta, tags_of
 
 from . import cli
@@ -66,7 +67,7 @@ def add_parsers(sub: Any) -> None:
     note.add_argument("text")
 
 
-def matching(expr: str, found: list[RunDir] | None = None) -> list[dict[str, Any]]:
+def matching(expr: str, found: list[RunDir] | None = None) -> list[Summary]:
     """The index summaries of the runs (all, or `found`) that pass a filter (a bad one: exit 2)."""
     try:
         wanted = parse(expr)
@@ -82,7 +83,7 @@ def picked(ids: list[str], expr: str) -> list[RunDir]:
     found = [cli._run(i) for i in ids]
     if expr:
         door = cli.control()
-        found = [door.run(s["row"]["id"]) for s in matching(expr, found or None)]
+        found = [door.run(s.id) for s in matching(expr, found or None)]
     return list({r.id: r for r in found}.values())
 
 
@@ -116,8 +117,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     named = [cli._run(i) for i in args.ids]
     cutoff = time.time() - args.older_than
     summaries = matching(args.filter, named or None)
-    chosen = [door.run(s["row"]["id"]) for s in summaries
-              if _prunable(s["row"], args.status, cutoff, bool(named))]
+    chosen = [door.run(s.id) for s in summaries if _prunable(s.row, args.status, cutoff, bool(named))]
     freed = door.prune(chosen, keep=args.keep, dry_run=args.dry_run)
     verb = "would free" if args.dry_run else "freed"
     for run_id, size in freed:

@@ -10,7 +10,8 @@ Terms are separated by spaces (quotes group words) and every term must hold:
   does not match;
 - a leading `-` negates a term (`-tag:old`).
 
-A summary is the run index's entry: `{"row": the ls row, "best": {...}, "config": {dotted key: value}}`.
+A summary is the run index's (`trainers.protocol.index.Summary`): its `row` (the ls row), `best` and
+`config` (dotted keys).
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.protocol import KINDS, STATUSES
+from trainers.protocol import KINDS, STATUSES, index
 
-Summary = dict[str, Any]
+Summary = index.Summary
 FIELDS = ("status", "tag", "kind", "host", "name", "id")
 ROW_KEYS = frozenset({"id", "name", "kind", "strategy", "status", "host", "note"})
 ORDERS: dict[str, Callable[[Any, Any], bool]] = {"<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -95,8 +96,8 @@ def _field(word: str, field: str, value: str) -> Callable[[Summary], bool]:
         if allowed and value not in allowed:
             raise FilterError(f"filter: {word!r}: {field} is one of {', '.join(allowed)}")
     if field == "tag":
-        return lambda s: any(t.lower() in wanted for t in s["row"].get("tags") or [])
-    return lambda s: str(s["row"].get(field) or "").lower() in wanted
+        return lambda s: any(t.lower() in wanted for t in s.row.get("tags") or [])
+    return lambda s: str(s.row.get(field) or "").lower() in wanted
 
 
 def _example(field: str) -> str:
@@ -130,16 +131,16 @@ def _value(raw: str) -> float | str:
 def values_of(summary: Summary, key: str) -> list[float | str]:
     """What a key names in a run: a row field, a config key (dotted, or by its last part: any section's),
     `best.X` / `last.X`, else the latest result; numbers as floats, the rest as lower-case text."""
-    row, config = summary["row"], summary.get("config") or {}
+    row = summary.row
     section, _, name = key.partition(".")
     if key in ROW_KEYS:
         found = [row.get(key)]
-    elif key in config:
-        found = [config[key]]
+    elif key in summary.config:
+        found = [summary.config[key]]
     elif name and section in ("best", "last"):
-        found = [(summary.get("best") or {} if section == "best" else row.get("last") or {}).get(name)]
+        found = [(summary.best if section == "best" else row.get("last") or {}).get(name)]
     else:
-        found = [v for k, v in config.items() if k.rpartition(".")[2] == key]
+        found = [v for k, v in summary.config.items() if k.rpartition(".")[2] == key]
         found = found or [(row.get("last") or {}).get(key)]
     return [_comparable(v) for v in found if v is not None and not isinstance(v, (list, dict))]
 
@@ -153,6 +154,6 @@ def _comparable(value: Any) -> float | str:
 
 
 def _mentions(summary: Summary, word: str) -> bool:
-    row = summary["row"]
+    row = summary.row
     texts = [row.get("id"), row.get("name"), row.get("note"), *(row.get("tags") or [])]
     return any(word in str(t).lower() for t in texts if t)

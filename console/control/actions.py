@@ -108,12 +108,12 @@ class Control:
 
     # -- many runs: the index, delete, prune, tags and notes (issue 26) ---------------------------------
 
-    def summaries(self, found: list[RunDir] | None = None) -> list[index.Entry]:
+    def summaries(self, found: list[RunDir] | None = None) -> list[index.Summary]:
         """Each run's summary (its `ls` row, best metrics, config keys), read from the run index where it
         is still true; every run of the home when `found` is None."""
-        return runs.summaries(self.home, self.all_runs() if found is None else found, found is None)
+        return runs.summaries(self.home, found)
 
-    def trashed(self) -> list[index.Entry]:
+    def trashed(self) -> list[index.Summary]:
         """The summaries of the runs in the trash (not indexed: the trash is rarely listed)."""
         return [index.summarize(run, runs.status) for run in trash.trashed(self.home)]
 

@@ -147,10 +147,10 @@ def summary(run: RunDir) -> dict[str, Any]:
     return index.row(run, info, events, status(run, events, info))
 
 
-def summaries(root: Path, found: list[RunDir], every: bool) -> list[index.Entry]:
-    """Each run's summary (its `ls` row, best metrics, config keys), from the run index where it is
-    still true (`every`: `found` is every run of the home)."""
-    return index.summaries(root, found, status, every)
+def summaries(root: Path, found: list[RunDir] | None) -> list[index.Summary]:
+    """Each run's summary (its `ls` row, best metrics, config keys: every run's when `found` is None),
+    from the run index where it is still true."""
+    return index.summaries(root, status, found)
 
 
 def stop(run: RunDir, grace: float = 30.0) -> str:

@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from console.filters import FilterError, parse
+from trainers.protocol.index import Summary
 
 
 def summary(run_id: str, status: str = "finished", val_acc: float | None = 0.95, lr: float = 0.05,
-            tags: tuple[str, ...] = (), note: str = "", **config: Any) -> dict[str, Any]:
+            tags: tuple[str, ...] = (), note: str = "", strategy: str = "single") -> Summary:
     last = {"epoch": 3, "loss": 0.2, "lr": lr * 0.1} | ({} if val_acc is None else {"val_acc": val_acc})
-    return {"row": {"id": run_id, "name": "small_cnn-digits", "kind": "train", "strategy": "single",
-                    "status": status, "host": "box1", "tags": list(tags), "note": note, "last": last},
-            "best": {"val_acc": 0.97},
-            "config": {"train.lr": lr, "train.epochs": 5, "model.name": "small_cnn", "data.name": "digits",
-                       "strategy.name": "single", **config}}
+    row = {"id": run_id, "name": "small_cnn-digits", "kind": "train", "strategy": strategy, "status": status,
+           "host": "box1", "tags": list(tags), "note": note, "last": last}
+    config = {"train.lr": lr, "train.epochs": 5, "model.name": "small_cnn", "data.name": "digits",
+              "strategy.name": strategy}
+    return Summary.of(run_id, "", row, {"val_acc": 0.97}, config)
 
 
-def kept(expr: str, runs: list[dict[str, Any]]) -> list[str]:
+def kept(expr: str, runs: list[Summary]) -> list[str]:
     wanted = parse(expr)
-    return [s["row"]["id"] for s in runs if wanted.matches(s)]
+    return [s.id for s in runs if wanted.matches(s)]
 
 
 def test_the_issue_filter_straddles_each_bound() -> None:
@@ -44,7 +43,6 @@ def test_the_issue_filter_straddles_each_bound() -> None:
 
 def test_keys_resolve_to_run_fields_config_and_results() -> None:
     runs = [summary("a", strategy="ddp", tags=("baseline",)), summary("b", note="Why: a bigger LR")]
-    runs[0]["row"]["strategy"] = "ddp"
     assert kept("strategy=ddp", runs) == ["a"]
     assert kept("strategy!=ddp", runs) == ["b"]
     assert kept("train.epochs>4", runs) == ["a", "b"] and kept("epochs>10", runs) == []
@@ -63,8 +61,8 @@ def test_words_tags_and_negation() -> None:
     assert kept("tag:sweep,old", runs) == ["20250101-a-1234", "20250103-c-ffff"]
     assert kept("-tag:old", runs) == ["20250102-b-abcd", "20250103-c-ffff"]
     assert kept("'bigger lr'", runs) == ["20250102-b-abcd"]
-    assert kept("", runs) == [r["row"]["id"] for r in runs]
-    assert kept("host:box1 kind:train", runs) == [r["row"]["id"] for r in runs]
+    assert kept("", runs) == [r.id for r in runs]
+    assert kept("host:box1 kind:train", runs) == [r.id for r in runs]
     assert kept("host:box2", runs) == []
 
 

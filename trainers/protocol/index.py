@@ -1,13 +1,15 @@
-"""The run index: one summary per ended run in `$TRAINCONSOLE_HOME/index.json` (stdlib only).
+"""The run index: one summary per ended run in the home (stdlib only; the files: `index_file.py`).
 
 A summary is what `ls`, filters and the console's first rows need (the `ls` row: status, latest
 metrics, size, tags; the best metrics; the config's keys), so that listing a home of 10,000 runs reads
-one file and stats each run instead of replaying every log. It is a cache, never the only copy of a
-fact: each entry is derived from the run's own files and carries their fingerprint (events.jsonl's
-size and mtime, the run directory's and its checkpoints' mtimes: run.json, meta.json and checkpoints
-are replaced by rename, which touches their directory); an entry whose fingerprint no longer matches is
-rebuilt, and a missing or unreadable index is rebuilt from the runs. Only runs with a final status whose files
-have been still for a few seconds are kept: a live run's row is derived afresh each time.
+one file and stats each run instead of replaying every log.
+
+It is a cache, never the only copy of a fact: each entry is derived from the run's own files and
+carries their fingerprint (events.jsonl's size and mtime, the run directory's and its checkpoints'
+mtimes: run.json, meta.json and checkpoints are replaced by rename, which touches their directory); an
+entry whose fingerprint no longer matches is rebuilt, and a missing or unreadable index is rebuilt from
+the runs. Only runs with a final status whose files have been still for a few seconds are kept: a live
+run's row is derived afresh each time.
 """
 
 from __future__ import annotations
@@ -22,12 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from .events import EVAL, FINAL, FINISHED, STEP, Event, tail
+from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
 from .rundir import RunDir
 
-INDEX = "index.json"
-#: Bumped when an entry's shape changes: an index of another version is rebuilt.
-VERSION = 1
 #: Seconds after its last change before a run's summary is kept (see `settled`).
 SETTLE_S = 2.0
 ROW_FIELDS = ("id", "name", "kind", "strategy", "pid", "host", "started_at", "ended_at")
@@ -35,26 +35,27 @@ NOT_METRICS = frozenset({"v", "t", "run", "type", "mem"})
 #: What a status function gets: the run, its tail of events and its run.json.
 StatusOf = Callable[[RunDir, list[Event], dict[str, Any]], str]
 
-Entry = dict[str, Any]  # {"key": fingerprint, "row": the ls row, "best": {...}, "config": {dotted: value}}
 
 
-def fingerprint(run: RunDir) -> list[int] | None:
-    """What changes when anything a summary is derived from changes (None: the run is unreadable)."""
+
+def fingerprint(path: str) -> str:
+    """What changes when anything a summary of the run at `path` is derived from changes ("": the run is
+    unreadable). Strings, not Paths: this runs for every run of every listing."""
     try:
-        events, folder = os.stat(run.events), os.stat(run.path)
+        events, folder = os.stat(path + "/events.jsonl"), os.stat(path)
     except OSError:
-        return None
+        return ""
     try:
-        checkpoints = os.stat(run.checkpoints).st_mtime_ns
+        checkpoints = os.stat(path + "/checkpoints").st_mtime_ns
     except OSError:
         checkpoints = 0
-    return [events.st_size, events.st_mtime_ns, folder.st_mtime_ns, checkpoints]
+    return f"{events.st_size},{events.st_mtime_ns},{folder.st_mtime_ns},{checkpoints}"
 
 
-def settled(key: list[int] | None) -> bool:
+def settled(key: str) -> bool:
     """Whether a fingerprint can be trusted later: a file changed within the last SETTLE_S could change
     again within the filesystem's clock tick and keep its mtime (git's "racily clean" entries)."""
-    return key is not None and max(key[1:]) < time.time_ns() - SETTLE_S * 1e9
+    return bool(key) and max(int(n) for n in key.split(",")[1:]) < time.time_ns() - SETTLE_S * 1e9
 
 
 def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str) -> dict[str, Any]:
@@ -74,12 +75,12 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str) -> 
     return out
 
 
-def summarize(run: RunDir, status_of: StatusOf) -> Entry:
+def summarize(run: RunDir, status_of: StatusOf) -> Summary:
     """A run's whole summary, derived from its files now."""
-    key = fingerprint(run)  # before reading: a change meanwhile leaves the entry stale, never wrong
+    key = fingerprint(os.fspath(run.path))  # before reading: a change meanwhile leaves it stale, never wrong
     info, events = run.read_info(), tail(run.events)
-    return {"key": key, "row": row(run, info, events, status_of(run, events, info)),
-            "best": best_metrics(run.events), "config": flat_config(run.config)}
+    return Summary.of(run.id, key, row(run, info, events, status_of(run, events, info)),
+                      best_metrics(run.events), flat_config(run.config))
 
 
 def best_metrics(path: Path) -> dict[str, Any]:
@@ -136,51 +137,65 @@ def disk_size(path: Path) -> int:
     return total
 
 
-def load(home: Path) -> dict[str, Entry]:
-    """The index's entries by run id ({} if missing, unreadable or of another version)."""
-    try:
-        data = json.loads((home / INDEX).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("version") != VERSION or not isinstance(data.get("runs"), dict):
-        return {}
-    return data["runs"]
+def files(home: Path) -> IndexFiles:
+    """The home's index files; a summary's details missing there are derived from its run."""
+
+    def derive(summary: Summary) -> str:
+        run = RunDir(home / "runs" / summary.id)
+        return json.dumps({"best": best_metrics(run.events), "config": flat_config(run.config)})
+
+    return IndexFiles(home, derive)
 
 
-def save(home: Path, entries: dict[str, Entry]) -> None:
-    """Replace the index atomically; a home we cannot write to keeps working without one."""
-    tmp = home / f".{INDEX}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps({"version": VERSION, "runs": entries}, separators=(",", ":")))
-        os.replace(tmp, home / INDEX)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+def load(home: Path) -> dict[str, Summary]:
+    """The index's summaries by run id ({} if missing or unreadable)."""
+    return files(home).load()
 
 
-def summaries(home: Path, runs: list[RunDir], status_of: StatusOf, every: bool = True) -> list[Entry]:
-    """Each run's summary, from the index where its fingerprint still matches, else derived (and kept
-    in the index when the run has ended). `every`: these are all the home's runs, so entries of runs
-    not among them are dropped. The index is rewritten only when it changed."""
-    old = load(home)
-    kept: dict[str, Entry] = {} if every else dict(old)
-    out: list[Entry] = []
-    for run in runs:
-        entry = old.get(run.id)
-        key = fingerprint(run)
-        if entry is None or key is None or entry.get("key") != key:
-            entry = summarize(run, status_of)
-        kept.pop(run.id, None)
-        if entry["row"]["status"] in FINAL.values() and settled(entry["key"]):
-            kept[run.id] = entry
-        out.append(entry)
+def save(home: Path, summaries: dict[str, Summary]) -> None:
+    """Replace the index with these summaries."""
+    files(home).save(summaries)
+
+
+def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None) -> list[Summary]:
+    """Each run's summary (every run of the home, oldest first, when `runs` is None), from the index
+    where its fingerprint still matches, else derived now (and kept in the index when the run has ended
+    and its files are settled). The index is rewritten only when it changed; a full listing also drops
+    the entries of runs that are gone."""
+    index = files(home)
+    old = index.load()
+    every = runs is None
+    paths = _run_paths(home) if runs is None else [os.fspath(r.path) for r in runs]
+    kept: dict[str, Summary] = {} if every else dict(old)
+    out: list[Summary] = []
+    for path in paths:
+        run_id = path.rpartition("/")[2]
+        summary, key = old.get(run_id), fingerprint(path)
+        if summary is None or not key or summary.key != key:
+            if not os.path.exists(path + "/run.json"):
+                continue  # not a run (yet): a directory being created
+            summary = summarize(RunDir(path), status_of)
+        kept.pop(run_id, None)
+        if summary is old.get(run_id) or (summary.row["status"] in FINAL.values() and settled(summary.key)):
+            kept[run_id] = summary
+        out.append(summary)
     if kept.keys() != old.keys() or any(kept[i] is not old.get(i) for i in kept):
-        save(home, kept)
+        index.save(kept)
     return out
+
+
+def _run_paths(home: Path) -> list[str]:
+    try:
+        names = sorted(e.name for e in os.scandir(home / "runs") if e.is_dir())
+    except OSError:
+        return []
+    root = os.fspath(home / "runs")
+    return [f"{root}/{name}" for name in names]
 
 
 def forget(home: Path, run_id: str) -> None:
     """Drop one run's entry (a run deleted or moved); the next listing would notice anyway."""
-    entries = load(home)
-    if entries.pop(run_id, None) is not None:
-        save(home, entries)
+    index = files(home)
+    found = index.load()
+    if found.pop(run_id, None) is not None:
+        index.save(found)
