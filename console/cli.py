@@ -50,8 +50,9 @@ def build_parser() -> Parser:
     sub.choices["tune"].add_argument("--ray-address", default="", metavar="ADDR",
                                      help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
     sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
-    for name in ("stop", "kill", "resume"):
-        sub.add_parser(name, help=f"{name} a run").add_argument("id")
+    for name in ("stop", "kill"):
+        sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="+", metavar="ID")
+    sub.add_parser("resume", help="resume a run").add_argument("id")
     sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
                                      help="kill the run if it has not stopped after this long (default 30)")
     trials = sub.add_parser("trials", help="a search's trials ranked, with parameter importance")
@@ -152,9 +153,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_ls(args: argparse.Namespace) -> int:
     """`ls [--json] [--filter EXPR] [--trash]`: every run (that matches), its status and latest metrics."""
-    from .cli_manage import matching
+    from .cli_manage import ls_csv, matching
 
     found = control().trashed() if args.trash else matching(args.filter)
+    if args.csv:
+        print(ls_csv([s.row for s in found]), end="")
+        return 0
     print(render.json_rows([s.row_text for s in found])
           if args.json else render.table([s.row for s in found]))
     return 0
@@ -168,27 +172,33 @@ def _run(run_id: str) -> protocol.RunDir:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    """`stop ID`: ask the run to checkpoint and stop; kill it if it does not within the grace period."""
-    run = _run(args.id)
+    """`stop ID...`: ask the runs to checkpoint and stop (all at once); kill any that does not within the
+    grace period."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    found = [_run(i) for i in args.id]
     door = control()
-    before = door.status(run)
+    before = [door.status(run) for run in found]
     if not args.grace >= 0:
         fail(f"--grace: must be a number of seconds >= 0 (got {args.grace})")
-    state = door.stop(run, grace=args.grace)
-    print(f"{run.id} {state}" + ("" if before == "running" else " (was not running)"))
+    with ThreadPoolExecutor(max_workers=len(found)) as pool:
+        states = list(pool.map(lambda run: door.stop(run, grace=args.grace), found))
+    for run, was, state in zip(found, before, states, strict=True):
+        print(f"{run.id} {state}" + ("" if was == "running" else " (was not running)"))
     return 0
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    """`kill ID`: SIGKILL the run and every process it started."""
-    run = _run(args.id)
-    door = control()
-    survivors = door.kill(run)
-    if survivors:
-        print(f"trainconsole: could not kill pids {survivors}", file=sys.stderr)
-        return 1
-    print(f"{run.id} {door.status(run)}")
-    return 0
+    """`kill ID...`: SIGKILL each run and every process it started."""
+    door, failed = control(), False
+    for run in [_run(i) for i in args.id]:
+        survivors = door.kill(run)
+        if survivors:
+            print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)
+            failed = True
+        else:
+            print(f"{run.id} {door.status(run)}")
+    return 1 if failed else 0
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 import time
 from typing import Any
 
-from trainers.protocol import RunDir
+from trainers.protocol import RunDir, read_all
 from trainers.protocol.index import Summary
 from trainers.protocol.meta import read_meta, tags_of
 
-from . import cli
+from . import cli, export
 from .filters import FilterError, parse
 
 AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
@@ -42,6 +43,13 @@ def add_parsers(sub: Any) -> None:
     ls = sub.choices["ls"]
     ls.add_argument("--filter", default="", metavar="EXPR", help="only runs that match (lr<0.1 tag:x ...)")
     ls.add_argument("--trash", action="store_true", help="list the runs in the trash instead")
+    ls.add_argument("--csv", action="store_true", help="the table as CSV")
+    export = sub.add_parser("export", help="runs' metrics (step, epoch, time, loss, val_*, lr, rate, memory)")
+    export.add_argument("ids", nargs="+", metavar="ID")
+    form = export.add_mutually_exclusive_group()
+    form.add_argument("--csv", action="store_true", help="CSV with a header (the default)")
+    form.add_argument("--json", action="store_true", help="JSON lines, one row per line")
+    export.add_argument("--every", choices=("step", "epoch"), default="step", help="a row per step or epoch")
     rm = sub.add_parser("rm", help="move runs to the trash in the home (restore brings them back)")
     rm.add_argument("ids", nargs="*", metavar="ID")
     rm.add_argument("--filter", default="", metavar="EXPR", help="every run that matches (as ls --filter)")
@@ -168,5 +176,19 @@ def megabytes(size: int) -> str:
     return f"{size / 1e6:.1f} MB"
 
 
-COMMANDS = {"rm": cmd_rm, "restore": cmd_restore, "purge": cmd_purge, "prune": cmd_prune,
-            "tag": cmd_tag, "note": cmd_note}
+def cmd_export(args: argparse.Namespace) -> int:
+    """`export ID... [--csv|--json] [--every step|epoch]`: every run's metrics with its id and tags."""
+    found = [cli._run(i) for i in args.ids]
+    rows = [row for run in found
+            for row in export.metric_rows(run.id, tags_of(read_meta(run)), read_all(run.events), args.every)]
+    sys.stdout.write(export.to_json_lines(rows) if args.json else export.to_csv(rows, export.METRICS))
+    return 0
+
+
+def ls_csv(rows: list[dict[str, Any]]) -> str:
+    """`ls --csv`: the runs table as CSV."""
+    return export.to_csv(export.ls_rows(rows), export.LS_COLUMNS)
+
+
+COMMANDS = {"export": cmd_export, "rm": cmd_rm, "restore": cmd_restore, "purge": cmd_purge,
+            "prune": cmd_prune, "tag": cmd_tag, "note": cmd_note}

@@ -165,3 +165,43 @@ def test_ls_filter_lists_exactly_the_matching_runs(home: Path, real_run: Path) -
     assert set(ls("--filter", "status:failed")) == {runs["failed"]}
     one_line_error(cli("ls", "--filter", "val_acc>high"), "val_acc>high")
     one_line_error(cli("ls", "--filter", "colour:red"), "colour:red")
+
+
+def test_export_and_ls_csv(home: Path, real_run: Path) -> None:
+    import csv
+
+    a, b = copy_run(real_run, home, 1), copy_run(real_run, home, 2)
+    assert cli("tag", a, "+baseline").returncode == 0
+    logged = [json.loads(line) for line in (home / "runs" / a / "events.jsonl").read_text().splitlines()]
+    steps = [e for e in logged if e["type"] == "step"]
+    evals = [e for e in logged if e["type"] == "eval"]
+
+    out = cli("export", a, b)
+    rows = list(csv.DictReader(out.stdout.splitlines()))
+    assert out.returncode == 0 and len(rows) == 2 * len(steps)
+    mine = [r for r in rows if r["run"] == a]
+    assert [float(r["loss"]) for r in mine] == [e["loss"] for e in steps] and mine[0]["tags"] == "baseline"
+    assert {r["tags"] for r in rows if r["run"] == b} == {""} and int(mine[0]["host_rss"]) > 0
+
+    lines = cli("export", a, "--json", "--every", "epoch").stdout.splitlines()
+    per_epoch = [json.loads(line) for line in lines]
+    assert [r["val_acc"] for r in per_epoch] == [e["val_acc"] for e in evals]
+    assert [r["epoch"] for r in per_epoch] == [e["epoch"] for e in evals]
+    piped = subprocess.run(f"{EXE} export {a} {b} | head -1", shell=True, capture_output=True, text=True)
+    assert piped.stdout.startswith("run,tags,step") and "Traceback" not in piped.stderr
+
+    table = list(csv.DictReader(cli("ls", "--csv").stdout.splitlines()))
+    assert [r["id"] for r in table] == [a, b] and table[0]["tags"] == "baseline"
+    assert table[0]["status"] == "finished" and float(table[0]["val_acc"]) == evals[-1]["val_acc"]
+    one_line_error(cli("export", a, "--csv", "--json"), "--json")
+
+
+def test_stop_and_kill_take_several_ids(home: Path, real_run: Path) -> None:
+    done = copy_run(real_run, home, 1)
+    live = [cli("run", DEMO, "--set", "train.epochs=200").stdout.strip() for _ in range(2)]
+    wait_for(lambda: all(ls()[r]["status"] == "running" for r in live), what="both runs running")
+    out = cli("kill", *live)
+    assert out.returncode == 0 and all(f"{r} killed" in out.stdout for r in live), out.stderr
+    assert [ls()[r]["status"] for r in live] == ["killed", "killed"]
+    out = cli("stop", done, live[0], "--grace", "1")
+    assert out.returncode == 0 and out.stdout.count("(was not running)") == 2
