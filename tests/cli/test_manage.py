@@ -163,6 +163,8 @@ def test_ls_filter_lists_exactly_the_matching_runs(home: Path, real_run: Path) -
     }
     assert set(ls("--filter", "status:finished val_acc>0.9 lr<0.1")) == {runs["in"], runs["edge-in"]}
     assert set(ls("--filter", "status:failed")) == {runs["failed"]}
+    assert cli("rm", "--filter", "status:failed").returncode == 0  # rm takes the same filter
+    assert set(ls("--trash")) == {runs["failed"]} and len(ls()) == 4
     one_line_error(cli("ls", "--filter", "val_acc>high"), "val_acc>high")
     one_line_error(cli("ls", "--filter", "colour:red"), "colour:red")
 

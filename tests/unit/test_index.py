@@ -90,7 +90,8 @@ def test_a_missing_or_broken_index_is_rebuilt_to_the_same_rows(tmp_path: Path) -
     rows = [s.row for s in listing(home)]
     (home / index_file.ROWS).unlink()
     assert [s.row for s in listing(home)] == rows
-    (home / index_file.ROWS).write_text("trainconsole run index 1\nr0\t1,2\t{broken")
+    key = index.fingerprint(str(home / "runs" / "r0"))  # a matching fingerprint, a row cut short
+    (home / index_file.ROWS).write_text(f"trainconsole run index 1\nr0\t{key}\t{{\"id\": \"r0\", \"na")
     assert [s.row for s in listing(home)] == rows
     assert set(index.load(home)) == {"r0", "r1", "r2"}
     assert [r["status"] for r in rows] == ["finished", "failed", "stopped"]

@@ -77,7 +77,8 @@ def read_lines(path: Path) -> dict[str, tuple[str, str]]:
     found = {}
     for line in lines[1:]:
         parts = line.split("\t")
-        if len(parts) == 3:
+        # a cut or hand-edited line is dropped (its run is summarized again), never printed as a row
+        if len(parts) == 3 and parts[2][:1] == "{" and parts[2][-1:] == "}":
             found[parts[0]] = (parts[1], parts[2])
     return found
 
