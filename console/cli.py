@@ -81,8 +81,9 @@ def build_parser() -> Parser:
     sub.choices["tune"].add_argument("--ray-address", default="", metavar="ADDR",
                                      help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
     sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
-    for name in ("stop", "kill", "resume"):
-        sub.add_parser(name, help=f"{name} a run").add_argument("id")
+    for name in ("stop", "kill"):
+        sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="+", metavar="ID")
+    sub.add_parser("resume", help="resume a run").add_argument("id")
     sub.choices["resume"].add_argument("--epochs", type=positive_int, metavar="N",
                                        help="a finished training run: train on to N epochs in all")
     sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
@@ -98,6 +99,10 @@ def build_parser() -> Parser:
     logs.add_argument("id")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
     logs.add_argument("--json", action="store_true", help="events as JSON lines, exactly as logged")
+    from . import cli_manage
+
+    cli_manage.add_parsers(sub)
+    COMMANDS.update(cli_manage.COMMANDS)
     return parser
 
 
@@ -107,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     script_args: list[str] = []
     if argv[:1] == ["run"] and "--" in argv:  # `run --script PATH -- ARGS...`: the script's own arguments
         argv, script_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    if argv[:1] == ["tag"] and len(argv) > 2 and not argv[1].startswith("-"):
+        argv.insert(2, "--")  # `tag ID +a -b`: a -b is a tag to remove, not an option
     args = build_parser().parse_args(argv)
     args.script_args = script_args
     if args.command is None:
@@ -178,13 +185,15 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    """`ls [--json]`: every run with its status and latest metrics."""
-    door = control()
-    rows = [door.summary(run) for run in door.all_runs()]
-    if args.json:
-        print(json.dumps(rows, indent=1))
-    else:
-        print(render.table(rows))
+    """`ls [--json] [--filter EXPR] [--trash]`: every run (that matches), its status and latest metrics."""
+    from .cli_manage import ls_csv, matching
+
+    found = control().trashed() if args.trash else matching(args.filter)
+    if args.csv:
+        print(ls_csv([s.row for s in found]), end="")
+        return 0
+    print(render.json_rows([s.row_text for s in found])
+          if args.json else render.table([s.row for s in found]))
     return 0
 
 
@@ -196,27 +205,33 @@ def _run(run_id: str) -> protocol.RunDir:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    """`stop ID`: ask the run to checkpoint and stop; kill it if it does not within the grace period."""
-    run = _run(args.id)
+    """`stop ID...`: ask the runs to checkpoint and stop (all at once); kill any that does not within the
+    grace period."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    found = [_run(i) for i in args.id]
     door = control()
-    before = door.status(run)
+    before = [door.status(run) for run in found]
     if not args.grace >= 0:
         fail(f"--grace: must be a number of seconds >= 0 (got {args.grace})")
-    state = door.stop(run, grace=args.grace)
-    print(f"{run.id} {state}" + ("" if before == "running" else " (was not running)"))
+    with ThreadPoolExecutor(max_workers=len(found)) as pool:
+        states = list(pool.map(lambda run: door.stop(run, grace=args.grace), found))
+    for run, was, state in zip(found, before, states, strict=True):
+        print(f"{run.id} {state}" + ("" if was == "running" else " (was not running)"))
     return 0
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    """`kill ID`: SIGKILL the run and every process it started."""
-    run = _run(args.id)
-    door = control()
-    survivors = door.kill(run)
-    if survivors:
-        print(f"trainconsole: could not kill pids {survivors}", file=sys.stderr)
-        return 1
-    print(f"{run.id} {door.status(run)}")
-    return 0
+    """`kill ID...`: SIGKILL each run and every process it started."""
+    door, failed = control(), False
+    for run in [_run(i) for i in args.id]:
+        survivors = door.kill(run)
+        if survivors:
+            print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)
+            failed = True
+        else:
+            print(f"{run.id} {door.status(run)}")
+    return 1 if failed else 0
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -264,13 +279,14 @@ def cmd_trials(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """`compare ID ID... [--json] [--all]`: the runs' results and cost, and the config keys that differ."""
+    from . import cli_manage
     from .core import compare
     from .services import compare_runs
 
     found = [_run(i) for i in args.ids]
     if len({r.id for r in found}) < 2:
         fail("id: compare takes two or more different runs (see trainconsole ls)")
-    report = compare.to_json(compare_runs.comparison(found), args.all)
+    report = cli_manage.with_marks(compare.to_json(compare_runs.comparison(found), args.all), found)
     print(json.dumps(report, indent=1) if args.json else compare.text(report))
     return 0
 

@@ -116,3 +116,8 @@ class Progress:
         """Finish the display with the run's final status."""
         self.out.write(("\r\033[K" if self.live else "") + f"run {status}\n")
         self.out.flush()
+
+
+def json_rows(rows: list[str]) -> str:
+    """`ls --json`: a JSON array of rows given as JSON texts (the run index keeps them so), one per line."""
+    return "[\n" + ",\n".join(rows) + "\n]" if rows else "[]"

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from . import notify
 from .protocol import EventWriter, RunDir
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -44,4 +45,5 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
             run.update_info(ended_at=time.time(), exit_code=code)
     except OSError as exc:  # a full disk: the final event says how it ended
         print(f"cannot record ended_at in run.json: {exc}", file=sys.stderr)
+    notify.after_run(run)  # after the end is recorded: a notice cannot change the run's status or timing
     return code

@@ -7,15 +7,22 @@ The calls may block (a process start, a stop's grace period); the console calls 
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trainers import protocol
-from trainers.protocol import Config, Event, RunDir, tune_config
+from trainers.protocol import Config, Event, RunDir, index, tune_config
+from trainers.protocol.meta import read_meta, tags_of, update_meta
 
-from . import runs
+from . import prune as pruning
+from . import runs, trash
+
+#: What a tag may be: one word, so that filters (`tag:NAME`) and the command line read it back whole.
+TAG = re.compile(r"[\w./-]+")
 
 
 class Refused(Exception):
@@ -46,8 +53,12 @@ class Control:
         FileNotFoundError if a training run has no checkpoint). A finished run has nothing left to
         train: refused, unless `epochs` raises a training run's total (its config says so from then on)."""
         self._allow("resume")
+        pruned = read_meta(run).get("pruned")
+        if pruned and not run.last_ckpt.exists():
+            raise Refused(f"resume: run {run.id} has no last.pt: its checkpoints were pruned (prune --keep "
+                          f"{pruned.get('keep')}); its history remains, start a new run from its config.toml")
         summary = runs.summary(run)
-        kind, done = summary.get("kind") or "train", summary["last"].get("epochs")
+        kind, done = summary.get("kind") or "train", summary["last"].get("epoch")
         if epochs is not None:
             if kind != "train":
                 raise Refused(f"--epochs: only a training run's epochs can grow; {run.id} is a {kind} run")
@@ -105,3 +116,84 @@ class Control:
     def wait(self, run: RunDir, on_event: Callable[[Event], None] | None = None) -> str:
         """Block until the run ends, passing each new event on; its final status."""
         return runs.wait(run, on_event=on_event)
+
+    # -- many runs: the index, delete, prune, tags and notes (issue 26) ---------------------------------
+
+    def summaries(self, found: list[RunDir] | None = None) -> list[index.Summary]:
+        """Each run's summary (its `ls` row, best metrics, config keys), read from the run index where it
+        is still true; every run of the home when `found` is None."""
+        return runs.summaries(self.home, found)
+
+    def trashed(self) -> list[index.Summary]:
+        """The summaries of the runs in the trash (not indexed: the trash is rarely listed)."""
+        return [index.summarize(run, runs.status) for run in trash.trashed(self.home)]
+
+    def remove(self, found: list[RunDir], purge: bool = False) -> list[RunDir]:
+        """Move runs to the home's trash (or, with `purge`, delete them for good); a running or queued
+        run refuses the whole call before any run is touched. Returns where each went."""
+        self._allow("rm")
+        self._refuse_live("rm", found)
+        done = []
+        for run in found:
+            with run.lock():
+                self._refuse_live("rm", [run])  # again under the lock: a resume may have just started it
+                if purge:
+                    trash.delete(self.home, run)
+                    done.append(run)
+                else:
+                    done.append(trash.to_trash(self.home, run))
+        return done
+
+    def restore(self, run_id: str) -> RunDir:
+        """Bring a run back from the trash, the same run as before."""
+        self._allow("restore")
+        run = trash.find_trashed(self.home, run_id)
+        if run is None:
+            raise Refused(f"id: no run in the trash matches {run_id!r} (see trainconsole ls --trash)")
+        if (self.home / "runs" / run.id).exists():
+            raise Refused(f"restore: a run {run.id} already exists; rm it first")
+        return trash.from_trash(self.home, run)
+
+    def purge(self, older_than: float = 0.0) -> list[tuple[str, int]]:
+        """Empty the trash of runs trashed at least `older_than` seconds ago; (id, bytes freed) each."""
+        self._allow("purge")
+        cutoff = time.time() - older_than
+        return [(run.id, trash.delete(self.home, run)) for run in trash.trashed(self.home)
+                if trash.trashed_at(run) <= cutoff]
+
+    def prune(self, found: list[RunDir], keep: str = "best", dry_run: bool = False) -> list[tuple[str, int]]:
+        """Delete the checkpoints of ended runs but the one `keep` names (best, last or none), keeping
+        their events, config and output; (id, bytes freed or, dry, to be freed) per run that had any."""
+        self._allow("prune")
+        self._refuse_live("prune", found)
+        out = []
+        for run in found:
+            with run.lock():
+                files = pruning.doomed(run, keep)
+                if files:
+                    freed = pruning.size_of(files) if dry_run else pruning.prune(run, files, keep)
+                    out.append((run.id, freed))
+        return out
+
+    def tag(self, run: RunDir, add: list[str], drop: list[str]) -> list[str]:
+        """Add and remove tags of a run (atomic; concurrent calls all land); its tags after."""
+        self._allow("tag")
+        for tag in add + drop:
+            if not TAG.fullmatch(tag):
+                raise Refused(f"tag: {tag!r} is not a tag (letters, digits and _ . / - only)")
+
+        def change(meta: dict[str, Any]) -> dict[str, Any]:
+            return {**meta, "tags": sorted((set(tags_of(meta)) | set(add)) - set(drop))}
+
+        return tags_of(update_meta(run, change))
+
+    def note(self, run: RunDir, text: str) -> str:
+        """Set a run's note (empty text removes it)."""
+        self._allow("note")
+        return str(update_meta(run, lambda meta: {**meta, "note": text.strip()}).get("note"))
+
+    def _refuse_live(self, action: str, found: list[RunDir]) -> None:
+        for run in found:
+            state = self.status(run)
+            if state in ("running", "queued"):
+                raise Refused(f"{action}: run {run.id} is {state}; stop or kill it first (nothing changed)")

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from trainers import protocol
-from trainers.protocol import Config, Event, RunDir, processes
+from trainers.protocol import Config, Event, RunDir, index, processes
 from trainers.protocol.events import RESERVE
-from trainers.protocol.rates import mean_rate
 from trainers.protocol.stops import held_stops
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
@@ -168,48 +167,16 @@ def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] 
     return protocol.run_status(run, events, info)
 
 
-DISK_CODES = ("disk_full", "disk_space_back")
-
-
 def summary(run: RunDir) -> dict[str, Any]:
-    """The run as one `ls` row: id, name, kind, strategy, status, pid, started_at, ended_at, last."""
+    """The run as one `ls` row (`protocol.index.row`), derived now."""
     info, events = run.read_info(), protocol.tail(run.events)
-    state = status(run, events, info)
-    last: dict[str, Any] = {}
-    for event in events:
-        if event.get("type") in ("step", "eval", "finished"):
-            last.update({k: v for k, v in event.items() if k not in ("v", "t", "run", "type", "mem")})
-    rate = mean_rate(events)  # the run's mean, not its last window's
-    if rate is not None:
-        last["samples_per_s"] = rate
-    if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
-        last.update(_search_result(run))
-    total = run.epochs(info)  # a training run's total, as the console's row (a script's: its events')
-    if total:
-        last["epochs"] = total
-    row = {k: info.get(k) for k in ("id", "name", "kind", "strategy", "pid", "started_at", "ended_at")}
-    row.update(id=run.id, status=state, last=last)
-    space = next((e["code"] for e in reversed(events) if e.get("code") in DISK_CODES), None)
-    if space == "disk_full" and state in ("running", "lost"):  # as the console's row says it
-        row["paused"] = "disk full"
-    failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
-    if failure is not None and state == "failed":
-        row["cause"] = failure.get("cause")
-    return row
+    return index.row(run, info, events, status(run, events, info))
 
 
-def _search_result(run: RunDir) -> dict[str, Any]:
-    """A search's best trial's metric (under the metric's name), as the console derives it from the whole
-    log (a search's log is its trials' results: small)."""
-    from console.core.run_state import RunState
-
-    state = RunState(run.id)
-    for event in protocol.read_all(run.events):
-        state.apply(event)
-    leader = state.search.leader() if state.search is not None else None
-    if leader is None or leader.best is None:
-        return {}
-    return {state.search.metric: leader.best, "trials": len(state.search.trials)}  # type: ignore[union-attr]
+def summaries(root: Path, found: list[RunDir] | None) -> list[index.Summary]:
+    """Each run's summary (its `ls` row, best metrics, config keys: every run's when `found` is None),
+    from the run index where it is still true."""
+    return index.summaries(root, status, found)
 
 
 def stop(run: RunDir, grace: float = 30.0) -> str:

@@ -21,6 +21,7 @@ KEYS = [
     Binding("right_square_bracket", "layer(1)", "Layer", key_display="[ ]",
             tooltip="Weights: ] the next layer, [ the one before"),
     Binding("left_square_bracket", "layer(-1)", "Weights: the layer before", key_display="[", show=False),
+    Binding("delete", "delete", "Move the marked (else the selected) runs to the trash (y/n)", show=False),
 ]
 
 

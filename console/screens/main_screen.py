@@ -425,3 +425,18 @@ class MainScreen(Screen[None]):
         self.show_pane("setup")
         if shown:
             form.query_one(f"#{shown[0]}").focus()
+
+    # -- many runs (issue 26) ---------------------------------------------------------------------------
+
+    def action_delete(self) -> None:
+        """Move the marked runs (else the selected one) to the home's trash, after a confirm (y/n)."""
+        ids = self.selection.compared(self.board)
+        if not ids:
+            run = self._selected_run()
+            ids = [run.id] if run is not None else []
+        if not ids:
+            return
+        found = [self.commands.control.run(run_id) for run_id in ids]
+        what = f"run {ids[0]}" if len(ids) == 1 else f"{len(ids)} runs"
+        question = f"Move {what} to the trash?\n`trainconsole restore ID` brings a run back."
+        self.app.push_screen(ConfirmScreen(question), lambda yes: yes and self.commands.delete(found))

@@ -77,3 +77,10 @@ class RunCommands:
             self._report(f"training trial #{number}'s config for {epochs} epochs (the search's max_t)")
             self.screen.app.call_from_thread(self.screen.launched, new.id)
         self._in_thread("train_trial", body)
+
+    def delete(self, found: list[RunDir]) -> None:
+        """Move runs to the home's trash (refused whole if one is running or queued: said in a toast)."""
+        def body() -> None:
+            moved = self.control.remove(found)
+            self._report(f"moved {len(moved)} run{'' if len(moved) == 1 else 's'} to the trash")
+        self._in_thread("delete_runs", body)

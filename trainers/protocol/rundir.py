@@ -10,6 +10,7 @@ import re
 import time
 import tomllib
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +47,17 @@ class RunDir:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self.id = self.path.name
-        self.config = self.path / "config.toml"
-        self.info_path = self.path / "run.json"
-        self.events = self.path / "events.jsonl"
-        self.stdout = self.path / "stdout.log"
-        self.stderr = self.path / "stderr.log"
-        self.checkpoints = self.path / "checkpoints"
-        self.last_ckpt = self.checkpoints / "last.pt"
-        self.best_ckpt = self.checkpoints / "best.pt"
-        self.lock_path = self.path / ".lock"
+
+    # The files' paths are made when first asked for: listing a home of 10,000 runs makes 10,000 RunDirs.
+    config = cached_property(lambda self: self.path / "config.toml")
+    info_path = cached_property(lambda self: self.path / "run.json")
+    events = cached_property(lambda self: self.path / "events.jsonl")
+    stdout = cached_property(lambda self: self.path / "stdout.log")
+    stderr = cached_property(lambda self: self.path / "stderr.log")
+    checkpoints = cached_property(lambda self: self.path / "checkpoints")
+    last_ckpt = cached_property(lambda self: self.checkpoints / "last.pt")
+    best_ckpt = cached_property(lambda self: self.checkpoints / "best.pt")
+    lock_path = cached_property(lambda self: self.path / ".lock")
 
     @classmethod
     def create(cls, root: Path, run_id: str) -> RunDir:

@@ -1,0 +1,51 @@
+"""The notify command: it hears of a run's end, and one that fails or hangs changes nothing of the run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+from processes import wait_for
+
+EXE = str(Path(sys.executable).parent / "trainconsole")
+
+
+def run_with_notify(home: Path, command: str, timeout: str = "10") -> tuple[Path, Any]:
+    env = {**os.environ, "TRAINCONSOLE_NOTIFY": command, "TRAINCONSOLE_NOTIFY_TIMEOUT": timeout}
+    out = subprocess.run([EXE, "run", "examples/digits.toml", "--set", "train.epochs=1", "--wait"],
+                         capture_output=True, text=True, env=env, timeout=180)
+    return home / "runs" / out.stdout.split()[0], out
+
+
+def final(run: Path) -> dict:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()][-1]
+
+
+def test_a_failing_command_gets_the_final_event_and_changes_nothing(home: Path, tmp_path: Path) -> None:
+    heard = tmp_path / "heard.json"
+    run, out = run_with_notify(home, f"cat > {heard}; exit 1")
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: "exited 1" in (run / "stderr.log").read_text(), what="the notice's failure logged")
+    event = json.loads(heard.read_text())
+    assert event["type"] == "finished" and event["run"] == run.name and event == final(run)
+    info = json.loads((run / "run.json").read_text())
+    assert info["exit_code"] == 0 and info["ended_at"] - event["t"] < 5
+
+
+def test_a_command_that_hangs_is_killed_and_the_run_is_unchanged(home: Path) -> None:
+    run, out = run_with_notify(home, "sleep 1234.5", timeout="4")
+    assert out.returncode == 0, out.stderr  # --wait returns at the final event, not at the notice's end
+    info = json.loads((run / "run.json").read_text())
+    assert final(run)["type"] == "finished" and info["ended_at"] - final(run)["t"] < 2  # not after the notice
+    wait_for(lambda: not psutil.pid_exists(info["pid"]) or psutil.Process(info["pid"]).status() == "zombie",
+             timeout=30, what="the run's process to exit after the notice's timeout")
+    assert "was killed" in (run / "stderr.log").read_text()
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "1234.5"]]
+    listed = json.loads(subprocess.run([EXE, "ls", "--json"], capture_output=True, text=True).stdout)
+    assert [r["status"] for r in listed] == ["finished"]
+    assert json.loads((run / "run.json").read_text()) == info

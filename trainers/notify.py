@@ -1,0 +1,56 @@
+"""A notice when a run ends: the shell command in `TRAINCONSOLE_NOTIFY` (which a run inherits from the
+console or CLI that launched it) gets the run's final event as one JSON object on stdin. Stdlib only.
+
+The command runs after the run has recorded its end (the final event, `ended_at`, the exit code), so it
+can change neither the run's status nor its timing; its output goes to the run's own stdout/stderr logs;
+one that fails is reported there, and one that outlives `TRAINCONSOLE_NOTIFY_TIMEOUT` seconds (default
+10) is killed with its whole process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from .protocol import FINAL, RunDir, tail
+
+ENV, TIMEOUT_ENV = "TRAINCONSOLE_NOTIFY", "TRAINCONSOLE_NOTIFY_TIMEOUT"
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def final_event(run: RunDir) -> dict[str, object] | None:
+    """The run's last final event (finished, failed, stopped, killed), or None."""
+    return next((e for e in reversed(tail(run.events)) if e.get("type") in FINAL), None)
+
+
+def after_run(run: RunDir) -> None:
+    """Call the notify command, if one is set, with the final event; never raises."""
+    command = os.environ.get(ENV, "").strip()
+    event = final_event(run) if command else None
+    if not command or event is None:
+        return
+    try:
+        timeout = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
+    except ValueError:
+        timeout = DEFAULT_TIMEOUT_S
+    try:
+        call(command, json.dumps(event) + "\n", timeout)
+    except Exception as exc:  # a notice must never fail the run that it reports
+        print(f"notify: {command!r} could not run: {exc}", file=sys.stderr, flush=True)
+
+
+def call(command: str, text: str, timeout: float) -> None:
+    """Run a shell command in its own process group with `text` on stdin; kill the group on timeout."""
+    proc = subprocess.Popen(command, shell=True, stdin=subprocess.PIPE, start_new_session=True)
+    try:
+        proc.communicate(text.encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        print(f"notify: {command!r} took over {timeout:g} s and was killed", file=sys.stderr, flush=True)
+        return
+    if proc.returncode:
+        print(f"notify: {command!r} exited {proc.returncode}", file=sys.stderr, flush=True)

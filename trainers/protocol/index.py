@@ -1,0 +1,240 @@
+"""The run index: one summary per ended run in the home (stdlib only; the files: `index_file.py`).
+
+A summary is what `ls`, filters and the console's first rows need (the `ls` row: status, latest
+metrics, size, tags; the best metrics; the config's keys), so that listing a home of 10,000 runs reads
+one file and stats each run instead of replaying every log.
+
+It is a cache, never the only copy of a fact: each entry is derived from the run's own files and
+carries their fingerprint (events.jsonl's size and mtime, the run directory's and its checkpoints'
+mtimes: run.json, meta.json and checkpoints are replaced by rename, which touches their directory); an
+entry whose fingerprint no longer matches is rebuilt, and a missing or unreadable index is rebuilt from
+the runs. Only runs with a final status whose files have been still for a few seconds are kept: a live
+run's row is derived afresh each time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .events import EVAL, FINAL, FINISHED, STEP, Event, read_all, tail
+from .index_file import IndexFiles, Summary
+from .meta import read_meta, tags_of
+from .rates import mean_rate
+from .rundir import RunDir
+
+#: Seconds after its last change before a run's summary is kept (see `settled`).
+SETTLE_S = 2.0
+ROW_FIELDS = ("id", "name", "kind", "strategy", "pid", "host", "started_at", "ended_at")
+NOT_METRICS = frozenset({"v", "t", "run", "type", "mem"})
+#: The warnings that say a run waits for disk space, and that it has it back.
+DISK_CODES = ("disk_full", "disk_space_back")
+#: What a status function gets: the run, its tail of events and its run.json.
+StatusOf = Callable[[RunDir, list[Event], dict[str, Any]], str]
+
+
+
+
+def fingerprint(path: str) -> str:
+    """What changes when anything a summary of the run at `path` is derived from changes ("": the run is
+    unreadable). Strings, not Paths: this runs for every run of every listing."""
+    try:
+        events, folder = os.stat(path + "/events.jsonl"), os.stat(path)
+    except OSError:
+        return ""
+    try:
+        checkpoints = os.stat(path + "/checkpoints").st_mtime_ns
+    except OSError:
+        checkpoints = 0
+    return f"{events.st_size},{events.st_mtime_ns},{folder.st_mtime_ns},{checkpoints}"
+
+
+def settled(key: str) -> bool:
+    """Whether a fingerprint can be trusted later: a file changed within the last SETTLE_S could change
+    again within the filesystem's clock tick and keep its mtime (git's "racily clean" entries)."""
+    return bool(key) and max(int(n) for n in key.split(",")[1:]) < time.time_ns() - SETTLE_S * 1e9
+
+
+def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str) -> dict[str, Any]:
+    """The run as one `ls` row: id, name, kind, strategy, pid, host, started_at, ended_at, status, last
+    (the latest metrics), cause (a failure's), tags, note and size (bytes on disk)."""
+    last: dict[str, Any] = {}
+    for event in events:
+        if event.get("type") in (STEP, EVAL, FINISHED):
+            last.update({k: v for k, v in event.items() if k not in NOT_METRICS})
+    rate = mean_rate(events)  # the run's mean, not its last window's (`rates`)
+    if rate is not None:
+        last["samples_per_s"] = rate
+    if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
+        last.update(search_result(run.events))
+    total = run.epochs(info)  # a training run's total, as the console's row (a script's: its events')
+    if total:
+        last["epochs"] = total
+    out = {k: info.get(k) for k in ROW_FIELDS}
+    meta = read_meta(run)
+    out.update(id=run.id, status=status, last=last, tags=tags_of(meta), note=str(meta.get("note") or ""),
+               size=disk_size(run.path))
+    space = next((e["code"] for e in reversed(events) if e.get("code") in DISK_CODES), None)
+    if space == "disk_full" and status in ("running", "lost"):  # as the console's row says it
+        out["paused"] = "disk full"
+    failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
+    if failure is not None and status == "failed":
+        out["cause"] = failure.get("cause")
+    return out
+
+
+def search_result(path: Path) -> dict[str, Any]:
+    """A search's best trial's metric (under the metric's name) and its trial count, from its whole log
+    (a search's log is its trials' results: small): the trial its `finished` names, else the best of
+    every trial's best, as the console's leaderboard ranks them."""
+    metric, mode, best, named = "val_acc", "max", {}, None
+    for event in read_all(path):
+        kind = event.get("type")
+        if kind == "started" and event.get("metric"):
+            metric, mode = str(event["metric"]), event.get("mode", "max")
+        elif kind == "trial" and event.get("trial_id"):
+            value = (event.get("metrics") or {}).get(metric)
+            trial = str(event["trial_id"])
+            best.setdefault(trial, None)
+            if isinstance(value, (int, float)) and value == value:
+                pick = max if mode == "max" else min
+                best[trial] = value if best[trial] is None else pick(best[trial], value)
+        elif kind == FINISHED and event.get("best_trial"):
+            named = str(event["best_trial"])
+    values = [v for v in best.values() if v is not None]
+    if not values:
+        return {}
+    leader = best.get(named) if named in best else (max if mode == "max" else min)(values)
+    return {metric: leader, "trials": len(best)}
+
+
+def summarize(run: RunDir, status_of: StatusOf) -> Summary:
+    """A run's whole summary, derived from its files now."""
+    key = fingerprint(os.fspath(run.path))  # before reading: a change meanwhile leaves it stale, never wrong
+    info, events = run.read_info(), tail(run.events)
+    return Summary.of(run.id, key, row(run, info, events, status_of(run, events, info)),
+                      best_metrics(run.events), flat_config(run.config))
+
+
+def best_metrics(path: Path) -> dict[str, Any]:
+    """The best `val_acc` (highest) and `val_loss` (lowest) of every eval in the log, with their epochs;
+    only eval lines are parsed, so a log of megabytes of steps costs one read."""
+    best: dict[str, Any] = {}
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return best
+    for line in data.split(b"\n"):
+        if b'"eval"' not in line:
+            continue
+        with contextlib.suppress(ValueError):
+            event = json.loads(line)
+            if isinstance(event, dict) and event.get("type") == EVAL:
+                _better(best, event, "val_acc", max)
+                _better(best, event, "val_loss", min)
+    return best
+
+
+def _better(best: dict[str, Any], event: Event, name: str, pick: Callable[..., float]) -> None:
+    value = event.get(name)
+    if not isinstance(value, (int, float)) or value != value:  # NaN never wins
+        return
+    if name not in best or pick(value, best[name]) != best[name]:
+        best[name], best[f"{name}_epoch"] = value, event.get("epoch")
+
+
+def flat_config(path: Path) -> dict[str, Any]:
+    """The run's config as dotted keys (`train.lr`), scalars and lists only ({} if unreadable)."""
+    try:
+        config = tomllib.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    flat: dict[str, Any] = {}
+    for section, table in config.items():
+        if not isinstance(table, dict):
+            flat[section] = table
+            continue
+        for key, value in table.items():
+            if not isinstance(value, dict):
+                flat[f"{section}.{key}"] = value
+    return flat
+
+
+def disk_size(path: Path) -> int:
+    """Bytes of every file under `path` (checkpoints, logs, events)."""
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def files(home: Path) -> IndexFiles:
+    """The home's index files; a summary's details missing there are derived from its run."""
+
+    def derive(summary: Summary) -> str:
+        run = RunDir(home / "runs" / summary.id)
+        return json.dumps({"best": best_metrics(run.events), "config": flat_config(run.config)})
+
+    return IndexFiles(home, derive)
+
+
+def load(home: Path) -> dict[str, Summary]:
+    """The index's summaries by run id ({} if missing or unreadable)."""
+    return files(home).load()
+
+
+def save(home: Path, summaries: dict[str, Summary]) -> None:
+    """Replace the index with these summaries."""
+    files(home).save(summaries)
+
+
+def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None) -> list[Summary]:
+    """Each run's summary (every run of the home, oldest first, when `runs` is None), from the index
+    where its fingerprint still matches, else derived now (and kept in the index when the run has ended
+    and its files are settled). The index is rewritten only when it changed; a full listing also drops
+    the entries of runs that are gone."""
+    index = files(home)
+    old = index.load()
+    every = runs is None
+    paths = _run_paths(home) if runs is None else [os.fspath(r.path) for r in runs]
+    kept: dict[str, Summary] = {} if every else dict(old)
+    out: list[Summary] = []
+    for path in paths:
+        run_id = path.rpartition("/")[2]
+        summary, key = old.get(run_id), fingerprint(path)
+        if summary is None or not key or summary.key != key:
+            if not os.path.exists(path + "/run.json"):
+                continue  # not a run (yet): a directory being created
+            summary = summarize(RunDir(path), status_of)
+        kept.pop(run_id, None)
+        if summary is old.get(run_id) or (summary.row["status"] in FINAL.values() and settled(summary.key)):
+            kept[run_id] = summary
+        out.append(summary)
+    if kept.keys() != old.keys() or any(kept[i] is not old.get(i) for i in kept):
+        index.save(kept)
+    return out
+
+
+def _run_paths(home: Path) -> list[str]:
+    try:
+        names = sorted(e.name for e in os.scandir(home / "runs") if e.is_dir())
+    except OSError:
+        return []
+    root = os.fspath(home / "runs")
+    return [f"{root}/{name}" for name in names]
+
+
+def forget(home: Path, run_id: str) -> None:
+    """Drop one run's entry (a run deleted or moved); the next listing would notice anyway."""
+    index = files(home)
+    found = index.load()
+    if found.pop(run_id, None) is not None:
+        index.save(found)
