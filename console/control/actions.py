@@ -42,10 +42,13 @@ class Control:
         return runs.launch(config, name=name, root=self.home)
 
     def resume(self, run: RunDir) -> RunDir:
-        """Start a run that ended again from its last checkpoint (RunBusy if it is alive,
-        FileNotFoundError if a training run has no checkpoint)."""
+        """Start a run that ended again from its last checkpoint (refused while it is alive, here or on
+        another host; FileNotFoundError if a training run has no checkpoint)."""
         self._allow("resume")
-        return runs.resume(run)
+        try:
+            return runs.resume(run)
+        except protocol.RunBusy as e:  # `run ID is running on HOST`
+            raise Refused(str(e)) from e
 
     def stop(self, run: RunDir, grace: float = 30.0) -> str:
         """Ask the run to checkpoint and stop; kill it after `grace` seconds. Returns its status."""
