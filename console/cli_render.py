@@ -14,11 +14,14 @@ COLUMNS = ("id", "status", "strategy", "epoch", "step", "loss", "val_acc", "samp
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    """The `ls` table: one line per run, columns padded to fit."""
+    """The `ls` table: one line per run, columns padded to fit; a host column when the home holds runs
+    of more than one host."""
     if not rows:
         return "no runs yet (start one with: trainconsole run examples/digits.toml)"
-    cells = [COLUMNS] + [_cells(row) for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    hosts = len({row.get("host") for row in rows if row.get("host")}) > 1
+    header = (*COLUMNS, "host") if hosts else COLUMNS
+    cells = [header] + [(*_cells(row), row.get("host") or "-") if hosts else _cells(row) for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
 
 

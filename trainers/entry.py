@@ -1,7 +1,7 @@
 """The one shape of the three `python -m` entry points (`trainers`, `trainers.tune`, `trainers.scripts`):
-parse `RUN_DIR [--resume]`, check the run directory, open its event log, run, record `ended_at` and the
-exit code in run.json, and return that code. Stdlib only: each entry point installs its signal handlers
-before anything heavy is imported.
+parse `RUN_DIR [--resume]`, check the run directory, start its watchdog (the heartbeat, the requests of
+other hosts), open its event log, run, record `ended_at` and the exit code in run.json, and return that
+code. Stdlib only: each entry point installs its signal handlers before anything heavy is imported.
 
 Exit codes: 0 finished or stopped, 1 failed, 2 bad invocation or invalid config.
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from . import notify
 from .protocol import EventWriter, RunDir
+from .watchdog import Watchdog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -37,6 +38,7 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
     if not run.path.is_dir():
         print(f"{prog}: {run.path} is not a run directory", file=sys.stderr)
         return EXIT_USAGE
+    watchdog = Watchdog.start(run)  # the heartbeat and the requests of other hosts, beside the body
     events = EventWriter(run.events, run.read_info().get("id") or run.id, reserve_bytes=reserve_bytes)
     code = body(run, events, args.resume)
     events.close()
@@ -45,5 +47,6 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
             run.update_info(ended_at=time.time(), exit_code=code)
     except OSError as exc:  # a full disk: the final event says how it ended
         print(f"cannot record ended_at in run.json: {exc}", file=sys.stderr)
+    watchdog.close()
     notify.after_run(run)  # after the end is recorded: a notice cannot change the run's status or timing
     return code

@@ -20,6 +20,7 @@ from trainers.protocol import ConfigError, EventWriter, RunDir, list_runs, load,
 
 from . import free_memory
 from .signals import hold_stops, release_stops
+from .watchdog import Watchdog
 
 POLL_S = float(os.environ.get("TRAINCONSOLE_QUEUE_POLL_S", "0.5"))
 #: After a queued run starts, the next one waits this long before trusting the free memory it sees.
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: _stopped(writer, signum, frame))
     signal.signal(signal.SIGINT, lambda signum, frame: _stopped(writer, signum, frame))
     release_stops()
+    watchdog = Watchdog.start(run)  # beats while the run waits; the run's own entry point beats on
     try:
         strategy = load(run.config)["strategy"]
     except ConfigError as e:
@@ -58,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     with run.lock():  # from here the run is no longer queued, and the next waiter counts its settling time
         run.update_info(dequeued_at=time.time())
     writer.close()
+    watchdog.close(ended=False)  # the same pid beats on once the command has exec'd
     hold_stops()  # a stop from here on waits for the run's own handler (the mask survives exec)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -49,9 +49,10 @@ class Control:
         return runs.launch(config, name=name, root=self.home)
 
     def resume(self, run: RunDir, epochs: int | None = None) -> RunDir:
-        """Start a run that ended again from its last checkpoint (RunBusy if it is alive,
-        FileNotFoundError if a training run has no checkpoint). A finished run has nothing left to
-        train: refused, unless `epochs` raises a training run's total (its config says so from then on)."""
+        """Start a run that ended again from its last checkpoint (refused while it is alive, here or
+        on another host; FileNotFoundError if a training run has no checkpoint). A finished run has
+        nothing left to train: refused, unless `epochs` raises a training run's total (its config says so
+        from then on)."""
         self._allow("resume")
         pruned = read_meta(run).get("pruned")
         if pruned and not run.last_ckpt.exists():
@@ -67,7 +68,10 @@ class Control:
         elif summary["status"] == "finished":
             more = " (resume ID --epochs N to train on)" if kind == "train" else ""
             raise Refused(f"run {run.id} has finished: nothing left to resume{more}")
-        return runs.resume(run, epochs=epochs)
+        try:
+            return runs.resume(run, epochs=epochs)
+        except protocol.RunBusy as e:  # `run ID is running on HOST`
+            raise Refused(str(e)) from e
 
     def stop(self, run: RunDir, grace: float = 30.0) -> str:
         """Ask the run to checkpoint and stop; kill it after `grace` seconds. Returns its status."""

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from trainers import protocol
-from trainers.protocol import Config, Event, RunDir, index, processes
+from trainers.protocol import Config, Event, RunDir, hosts, index, processes
 from trainers.protocol.events import RESERVE
 from trainers.protocol.stops import held_stops
+
+from . import remote
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}
@@ -91,14 +93,15 @@ def resume(run: RunDir, epochs: int | None = None) -> RunDir:
     """Start a stopped, failed, killed or lost run again from its `last.pt`; its event log continues
     (with `epochs`, a training run's config is given that many epochs in all first).
 
-    Raises RunBusy if the run's process is alive (another resume may have just started it); a run whose
-    log already ends with its final event (a search's driver shutting Ray down) is waited for.
+    Raises RunBusy if the run's process is alive, here or on another host (another resume may have just
+    started it); a run whose log already ends with its final event (a search's driver shutting Ray down)
+    is waited for.
     """
     _wait_exiting(run)
     with run.lock():
         info = run.read_info()
-        if protocol.process_alive(info.get("pid"), info.get("pid_started")):
-            raise protocol.RunBusy(run.id)
+        if hosts.alive(run.path, info):
+            raise protocol.RunBusy(run.id, hosts.remote(info))
         builtin = not info.get("argv") and info.get("kind", "train") == "train"
         if builtin and not run.last_ckpt.exists():
             raise FileNotFoundError(f"run {run.id} has no checkpoint to resume from ({run.last_ckpt})")
@@ -146,17 +149,19 @@ def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:
     _children[run.id] = proc
     started = processes.start_time(proc.pid) or time.time()
     info = {k: v for k, v in info.items() if k != "status"}  # the status is derived, never stored
-    run.write_info({**info, "pid": proc.pid, "pgid": proc.pid, "pid_started": started,
-                    "started_at": time.time(), "ended_at": None, "dequeued_at": None})
+    # host: where this process runs (a run resumed on another host than its first one moves with it)
+    run.write_info({**info, "host": hosts.this_host(), "pid": proc.pid, "pgid": proc.pid,
+                    "pid_started": started, "started_at": time.time(), "ended_at": None, "dequeued_at": None})
 
 
 def leader(run: RunDir, info: dict[str, Any] | None = None) -> Any:
-    """The run's live launcher process (psutil.Process), or None."""
+    """The run's live launcher process (psutil.Process), or None (always for a run on another host: a
+    process here with its pid and start time is a stranger)."""
     child = _children.get(run.id)
     if child is not None:
         child.poll()  # reap it if it has exited
     info = info if info is not None else run.read_info()
-    return processes.find(info.get("pid"), info.get("pid_started"))
+    return None if remote.is_remote(info) else processes.find(info.get("pid"), info.get("pid_started"))
 
 
 def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] | None = None) -> str:
@@ -180,7 +185,10 @@ def summaries(root: Path, found: list[RunDir] | None) -> list[index.Summary]:
 
 
 def stop(run: RunDir, grace: float = 30.0) -> str:
-    """SIGTERM the run (it checkpoints and emits `stopped`); kill it if it outlives `grace` seconds."""
+    """SIGTERM the run (it checkpoints and emits `stopped`); kill it if it outlives `grace` seconds.
+    A run on another host gets the same as a request (`remote.stop`)."""
+    if remote.is_remote(run.read_info()):
+        return remote.stop(run, status, grace)
     with run.lock():
         proc = leader(run)
         if proc is None:
@@ -196,7 +204,10 @@ def stop(run: RunDir, grace: float = 30.0) -> str:
 
 
 def kill(run: RunDir) -> list[int]:
-    """SIGKILL the run's process group and every descendant; record `killed`. Returns surviving pids."""
+    """SIGKILL the run's process group and every descendant; record `killed`. Returns surviving pids.
+    A run on another host is killed there, on request (`remote.kill`)."""
+    if remote.is_remote(run.read_info()):
+        return remote.kill(run, status)
     with run.lock():
         info = run.read_info()
         was = status(run, info=info)

@@ -20,6 +20,8 @@ COLUMNS = (
     ("run", "run"), ("status", "status"), ("strategy", "strategy"), ("epoch", "epoch"),
     ("loss", "loss"), ("acc", "acc"), ("rate", "smp/s"), ("elapsed", "elapsed"),
 )
+#: The column added after those when the home holds runs of more than one host.
+HOST_COLUMN = ("host", "host")
 RANKINGS = ("newest", "best")
 #: One colour per overlaid or compared run, in order (the plot, the compare view's tables and legend).
 RUN_COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
@@ -220,6 +222,7 @@ class View:
     rows: list[Row]
     labels: dict[str, str]
     selected: str | None
+    hosts: list[str] = field(default_factory=list)  # the hosts the runs run on (rows gain a host cell if >1)
     plot_changed: bool = False  # a plotted run changed: draw the plot (in its own, slower frame)
     log: LogView | None = None
     mem: MemView | None = None
@@ -232,10 +235,12 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
     or "*" for everything); and whether any plotted run changed."""
     marks = {m for m in marked if m in board.runs}
     ordered = rank(board.runs.values(), ranking)
-    rows = [(r.id, row(r, now, r.id in marks)) for r in ordered]
+    hosts = sorted({r.host for r in ordered if r.host})
+    with_host = len(hosts) > 1  # one host (or none known): the column would only repeat it
+    rows = [(r.id, row(r, now, r.id in marks) + ((r.host or "-",) if with_host else ())) for r in ordered]
     if selected not in board.runs:
         selected = ordered[0].id if ordered else None
-    view = View(rows, {r.id: label(r) for r in ordered}, selected)
+    view = View(rows, {r.id: label(r) for r in ordered}, selected, hosts=hosts)
     view.plot_changed = "*" in changed or bool(changed.intersection(marks | {selected}))
     if selected and (selected in changed or "*" in changed):
         run = board.runs[selected]

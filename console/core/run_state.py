@@ -39,6 +39,7 @@ class RunState:
     epochs: int | None = None
     pid: int | None = None
     pid_started: float | None = None
+    host: str | None = None  # where its process runs (run.json)
     started_at: float | None = None
     ended_at: float | None = None
     final: str | None = None
@@ -91,6 +92,7 @@ class RunState:
         self.kind = info.get("kind") or self.kind
         self.strategy = info.get("strategy") or self.strategy
         self.pid = info.get("pid", self.pid)
+        self.host = info.get("host", self.host)
         self.pid_started = info.get("pid_started", self.pid_started)
         self.started_at = info.get("started_at", self.started_at)
         self.ended_at = info.get("ended_at", self.ended_at)

@@ -36,7 +36,7 @@ from console.widgets.run_log import RunLog
 from console.widgets.runs_table import RunsTable
 from console.widgets.weight_histogram import WeightHistogram
 from trainers import protocol
-from trainers.protocol import Config, tune_config
+from trainers.protocol import Config, hosts, tune_config
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
@@ -176,6 +176,10 @@ class MainScreen(Screen[None]):
     def show_view(self, view: View) -> None:
         """Put one frame's data into the panes; parts that did not change are left alone."""
         self.query_one(RunsTable).update_rows(view.rows)
+        # runs of several hosts in the home: the memory bars are this host's alone
+        title = f"devices: this host, {hosts.this_host()}" if len(view.hosts) > 1 else "devices"
+        if self.query_one("#devices").border_title != title:
+            self.query_one("#devices").border_title = title
         if view.log is not None:
             self.query_one(RunLog).show(view.log)
         if view.mem is not None:

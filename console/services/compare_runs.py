@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from trainers import protocol
-from trainers.protocol import RunDir
+from trainers.protocol import RunDir, hosts
 
 from ..core.compare import Comparison, compare
 from ..core.run_state import RunState
@@ -19,7 +19,7 @@ def state_of(run: RunDir) -> RunState:
     state.set_info(info)
     for event in protocol.read_all(run.events):
         state.apply(event)
-    state.alive = protocol.process_alive(info.get("pid"), info.get("pid_started"))
+    state.alive = hosts.alive(run.path, info)
     return state
 
 

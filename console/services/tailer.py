@@ -21,7 +21,7 @@ from collections.abc import Callable
 from textual.message import Message
 
 from console.core.run_update import RunUpdate, count_events, merge
-from trainers.protocol import RunDir, process_alive
+from trainers.protocol import RunDir, hosts
 
 from .tracked_run import CHUNK, TrackedRun
 
@@ -183,12 +183,13 @@ class Tailer:
     def _refresh(self, t: TrackedRun) -> RunUpdate | None:
         """Re-read a changed run.json, and check whether an unfinished run's process still lives."""
         info_changed = self._refresh_info(t)
-        if not (info_changed or t.alive is not False):
-            return None  # a vanished process does not come back unless run.json changes (a resume)
+        if not (info_changed or t.alive is not False or hosts.remote(t.info or {})):
+            return None  # a vanished process does not come back unless run.json changes (a resume);
+            # a run on another host is asked each time: its heartbeat may come back (a slow file system)
         # launch() writes run.json just before it starts the process: give it a moment.
         info = t.info or {}
         launching = not info.get("pid") and time.time() - t.info_mtime < LAUNCH_GRACE_S
-        alive = None if launching else process_alive(info.get("pid"), info.get("pid_started"))
+        alive = None if launching else hosts.alive(t.run.path, info)
         if alive == t.alive and not info_changed:
             return None
         t.alive = alive

@@ -7,10 +7,12 @@ from textual import events
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
-from console.core.board import COLUMNS, middle
+from console.core.board import COLUMNS, HOST_COLUMN, middle
 
 #: Fixed widths of every column but "run", which takes the rest of the width.
 WIDTHS = {"status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
+#: The host column's width, shown only when the rows carry a host (the home holds more than one).
+HOST_WIDTH = 12
 STATUS_STYLES = {
     "running": "bold green", "finished": "cyan", "failed": "bold red", "stopped": "yellow",
     "killed": "magenta", "lost": "bold yellow",
@@ -26,8 +28,15 @@ class RunsTable(DataTable[Text]):
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
-        for key, header in COLUMNS:
-            self.add_column(header, key=key, width=WIDTHS.get(key, 15))
+        self._with_host = False
+        self._add_columns()
+
+    def _columns(self) -> tuple[tuple[str, str], ...]:
+        return (*COLUMNS, HOST_COLUMN) if self._with_host else COLUMNS
+
+    def _add_columns(self) -> None:
+        for key, header in self._columns():
+            self.add_column(header, key=key, width=HOST_WIDTH if key == "host" else WIDTHS.get(key, 15))
 
     @property
     def selected_id(self) -> str | None:
@@ -37,7 +46,17 @@ class RunsTable(DataTable[Text]):
         return self._order[self.cursor_row]
 
     def update_rows(self, rows: list[Row]) -> None:
-        """Show these rows in this order; only cells that changed are redrawn."""
+        """Show these rows in this order; only cells that changed are redrawn. Rows with a cell more
+        than `COLUMNS` bring the host column (the home holds runs of several hosts)."""
+        with_host = bool(rows) and len(rows[0][1]) > len(COLUMNS)
+        if with_host != self._with_host:
+            keep = self.selected_id
+            self._with_host = with_host
+            self.clear(columns=True)
+            self._add_columns()
+            self._rebuild(rows, keep)
+            if self.size.width:
+                self._fit_run_column(self.size.width)
         self._fit_status(rows)
         order = [run_id for run_id, _ in rows]
         if order != self._order:
@@ -45,7 +64,7 @@ class RunsTable(DataTable[Text]):
             return
         for run_id, cells in rows:
             old = self._cells.get(run_id)
-            for i, (key, _) in enumerate(COLUMNS):
+            for i, (key, _) in enumerate(self._columns()):
                 if old is None or old[i] != cells[i]:
                     self.update_cell(run_id, key, self._styled(key, cells[i]))
             self._cells[run_id] = cells
@@ -57,11 +76,11 @@ class RunsTable(DataTable[Text]):
         except RowDoesNotExist:
             pass
 
-    def _rebuild(self, rows: list[Row]) -> None:
-        keep = self.selected_id
+    def _rebuild(self, rows: list[Row], keep: str | None = None) -> None:
+        keep = keep or self.selected_id
         self.clear()
         for run_id, cells in rows:
-            styled = (self._styled(key, c) for (key, _), c in zip(COLUMNS, cells, strict=True))
+            styled = (self._styled(key, c) for (key, _), c in zip(self._columns(), cells, strict=True))
             self.add_row(*styled, key=run_id)
         self._cells = dict(rows)
         self._order = [run_id for run_id, _ in rows]
@@ -85,7 +104,8 @@ class RunsTable(DataTable[Text]):
     def _fit_run_column(self, total: int) -> None:
         # The pane's border and a vertical scrollbar take two columns each.
         status = self.columns[ColumnKey("status")].width - WIDTHS["status"]
-        fixed = sum(WIDTHS.values()) + status + 2 * self.cell_padding * len(COLUMNS) + 4
+        host = HOST_WIDTH if self._with_host else 0
+        fixed = sum(WIDTHS.values()) + host + status + 2 * self.cell_padding * len(self._columns()) + 4
         column = self.columns[ColumnKey("run")]
         width = max(12, total - fixed)
         if column.width != width:

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from console.core.board import (
+    COLUMNS,
     Board,
     build_view,
     duration,
@@ -162,6 +163,18 @@ class TestView:
         assert view.plot_changed and view.log is None  # an overlaid run changed, not the selected one
         view = build_view(board, T0, "a-0001", [], "newest", {"a-0001"})
         assert view.plot_changed and view.log is not None and view.log.title == "log: cnn·0001 (running)"
+
+    def test_rows_carry_the_host_only_when_the_runs_have_several(self) -> None:
+        board = self.board()
+        board.get("a-0001").set_info({"host": "box-a"})
+        board.get("b-0002").set_info({"host": "box-a"})
+        view = build_view(board, T0, None, [], "newest", set())
+        assert view.hosts == ["box-a"] and all(len(cells) == len(COLUMNS) for _, cells in view.rows)
+        board.get("b-0002").set_info({"host": "box-b"})
+        view = build_view(board, T0, None, [], "newest", set())
+        assert view.hosts == ["box-a", "box-b"]
+        assert [(rid, cells[len(COLUMNS):]) for rid, cells in view.rows] == [("b-0002", ("box-b",)),
+                                                                             ("a-0001", ("box-a",))]
 
     def test_plot_view_puts_the_selected_run_first(self) -> None:
         lines, title = plot_view(self.board(), "a-0001", ["b-0002", "gone"], 20)

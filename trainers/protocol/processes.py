@@ -40,6 +40,14 @@ def process_alive(pid: int | None, started: float | None) -> bool:
     return same_start(_boot_time() + ticks / os.sysconf("SC_CLK_TCK"), started)
 
 
+def own_start_time() -> float:
+    """This process's start time, read as `process_alive` reads it (from /proc where there is one)."""
+    stat = _proc_stat(os.getpid())
+    if stat is None:
+        return start_time(os.getpid()) or time.time()
+    return _boot_time() + stat[1] / os.sysconf("SC_CLK_TCK")
+
+
 def start_time(pid: int) -> float | None:
     """The process's start time (seconds since the epoch), or None if it does not exist."""
     import psutil

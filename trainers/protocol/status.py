@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import hosts
 from .events import FINAL, STARTED, Event, tail
-from .processes import process_alive
 
 if TYPE_CHECKING:
     from .rundir import RunDir
 
 
 class RunBusy(Exception):
-    """A lifecycle operation met a run whose process is alive (or starting)."""
+    """A lifecycle operation met a run whose process is alive (or starting), here or on `host`."""
 
-    def __init__(self, run_id: str) -> None:
-        super().__init__(f"run {run_id} is already running")
-        self.run_id = run_id
+    def __init__(self, run_id: str, host: str | None = None) -> None:
+        super().__init__(f"run {run_id} is running on {host}" if host else f"run {run_id} is already running")
+        self.run_id, self.host = run_id, host
 
 
 def derive_status(final: str | None, final_t: float, started_at: float | None, alive: bool | None,
@@ -57,7 +57,7 @@ def run_status(run: RunDir, events: list[Event] | None = None, info: dict[str, A
     events = tail(run.events) if events is None else events
     info = run.read_info() if info is None else info
     final, final_t = last_final(events)
-    alive = process_alive(info.get("pid"), info.get("pid_started"))
+    alive = hosts.alive(run.path, info)  # pid and start time here, the heartbeat from another host
     queued = in_queue(info, started=any(e.get("type") == STARTED for e in events))
     return derive_status(final, final_t, info.get("started_at"), alive, queued)
 

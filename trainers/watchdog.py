@@ -1,0 +1,111 @@
+"""The watchdog of a run's top process: its heartbeat, and the stop and kill requests other hosts send.
+
+A daemon thread started by every top process (`entry.main`: trainer, script runner, tune driver; the queue
+waiter) beside whatever the main thread does, so a run that is stuck in its training step still beats,
+still stops and still dies: every `heartbeat.interval_s()` it replaces `heartbeat.json`, and about once a
+second it looks for `requests/` (`protocol/run_requests.py`). A stop request becomes the stop signal the
+run would have got from a console on its own host (its handler checkpoints and exits); a kill request ends
+the run's whole process tree on this host as the console's `kill` does, records `killed`, and then this
+process. It blocks the stop signals in its own thread, so they always reach the main thread's handler.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+
+from .protocol import EventWriter, RunDir, heartbeat, hosts, processes, run_requests
+from .protocol.events import RESERVE
+from .protocol.stops import STOP_SIGNALS
+
+#: How often the requests folder is looked at (one failed `scandir` when there are none).
+POLL_S = 1.0
+
+
+class Watchdog:
+    """The heartbeat and request thread of one run's top process."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.pid, self.started, self.host = os.getpid(), processes.own_start_time(), hosts.this_host()
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="trainconsole-watchdog", daemon=True)
+
+    @classmethod
+    def start(cls, run: RunDir) -> Watchdog:
+        """Beat once now, then keep beating and watching in a daemon thread."""
+        dog = cls(run)
+        dog._beat()
+        dog._thread.start()
+        return dog
+
+    def close(self, ended: bool = True) -> None:
+        """Stop the thread; with `ended`, a last heartbeat that says this process is done (another host
+        then knows at once), without it the next process in this pid goes on beating (the queue's exec)."""
+        self._closing.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2 * POLL_S)
+        if ended:
+            self._beat(ended=True)
+
+    def _watch(self) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        every = heartbeat.interval_s()
+        next_beat = time.monotonic() + every
+        while not self._closing.wait(max(0.0, min(POLL_S, next_beat - time.monotonic()))):
+            if time.monotonic() >= next_beat:
+                self._beat()
+                next_beat = time.monotonic() + every
+            for action in run_requests.pending(self.run.path, self.pid, self.started):
+                if action == run_requests.KILL:
+                    self._kill()
+                else:
+                    run_requests.done(self.run.path, action)
+                    os.kill(self.pid, signal.SIGTERM)
+
+    def _beat(self, ended: bool = False) -> None:
+        try:
+            beat = heartbeat.Beat(self.host, self.pid, self.started, time.time(), ended)
+            heartbeat.write(self.run.path, beat)
+        except OSError:  # a full disk: the run goes on; other hosts call it lost after the silence
+            pass
+
+    def _kill(self) -> None:
+        """End every process of the run on this host, this one last, and record `killed` in between.
+
+        The others are frozen first (SIGSTOP): a process that stops does not exit, so the main thread,
+        which watches its children, cannot report their deaths as a failure after the `killed` event, and
+        their pids cannot be reused before the SIGKILL. Two passes catch one forked during the first.
+        """
+        import psutil
+
+        pgid = os.getpgrp() if os.getpgrp() == self.pid else None  # only a group we lead is ours
+        frozen: dict[int, psutil.Process] = {}
+        for _ in range(2):
+            for proc in processes.family(processes.find(self.pid, self.started), pgid, self.started):
+                if proc.pid not in frozen:
+                    try:
+                        proc.suspend()
+                        frozen[proc.pid] = proc
+                    except psutil.Error:
+                        pass
+        try:
+            info = self.run.read_info()
+            EventWriter(self.run.events, info.get("id") or self.run.id).emit(
+                "killed", pids=sorted([self.pid, *frozen]), host=self.host, requested=True)
+            with self.run.lock():
+                self.run.update_info(ended_at=time.time())
+            (self.run.path / RESERVE).unlink(missing_ok=True)
+        except OSError:
+            pass
+        run_requests.done(self.run.path, run_requests.KILL)
+        sys.setswitchinterval(1.0)  # no turn for the main thread between the last kills
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os.kill(self.pid, signal.SIGKILL)
