@@ -10,7 +10,9 @@ from typing import Any
 
 from script_helpers import FIXTURES, cli, of_type
 
+from trainers.protocol import EventWriter
 from trainers.scripts.lightning_csv import LightningCsvTail, row_events
+from trainers.scripts.output import OutputEvents, Pump
 
 CAPTURED = FIXTURES / "captured"
 
@@ -134,6 +136,20 @@ def test_captured_lightning_file_read_after_each_write_of_the_logger(tmp_path: P
         write(path, state)
         reader.poll()
     assert shape(got.events) == CAPTURED_EVENTS
+
+
+def test_lightnings_printed_output_gives_no_events_of_its_own(tmp_path: Path) -> None:
+    """The captured run's own printing (rich bar, the test metrics table): no guessed step or result
+    beside the CSV's."""
+    events = OutputEvents(EventWriter(tmp_path / "events.jsonl", "r"), [])
+    for name, stream in (("lightning_csv.stderr", events.stderr), ("lightning_csv.stdout", events.stdout)):
+        fd, log = os.open(CAPTURED / name, os.O_RDONLY), os.open(os.devnull, os.O_WRONLY)
+        Pump(fd, log, stream).run()
+        os.close(fd)
+        os.close(log)
+    events.close()
+    assert "Epoch 1/1" in (CAPTURED / "lightning_csv.stdout").read_text()
+    assert not (tmp_path / "events.jsonl").exists()
 
 
 def test_a_script_writing_metrics_csv_as_it_trains_is_read_as_a_run(home: Path, tmp_path: Path) -> None:
