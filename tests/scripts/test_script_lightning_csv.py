@@ -8,9 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
 from script_helpers import FIXTURES, cli, of_type
 
 from trainers.protocol import EventWriter
+from trainers.scripts.file_tail import Listings
 from trainers.scripts.lightning_csv import LightningCsvTail, row_events
 from trainers.scripts.output import OutputEvents, Pump
 
@@ -163,3 +165,22 @@ def test_a_script_writing_metrics_csv_as_it_trains_is_read_as_a_run(home: Path, 
     assert [(e["step"], e["epoch"], e["val_loss"], e["val_acc"]) for e in of_type(home, run_id, "eval")] == [
         (3, 0, 0.8, 0.5), (7, 1, 0.7, 0.7)]
     assert not [e for e in of_type(home, run_id, "step") if e.get("source") != "lightning_csv"]
+
+
+def test_settled_folders_are_listed_again_only_when_they_change(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    logs = tmp_path / "lightning_logs"
+    for version in range(3):
+        (logs / f"version_{version}").mkdir(parents=True)
+    for folder in (logs, *logs.iterdir()):
+        os.utime(folder, (1_000_000, 1_000_000))  # long settled
+    listed: list[str] = []
+    scandir = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda path: listed.append(path) or scandir(path))
+    listings = Listings()
+    assert listings.files(str(logs), "metrics.csv") == []
+    assert len(listed) == 4
+    listings.files(str(logs), "metrics.csv")
+    assert len(listed) == 4  # nothing changed: one stat per folder, no listing
+    write(logs / "version_3" / "metrics.csv", "epoch,step,loss\n")
+    assert listings.files(str(logs), "metrics.csv") == [str(logs / "version_3" / "metrics.csv")]

@@ -20,7 +20,7 @@ from typing import Any
 
 from trainers.protocol.events import EVAL, RESULT, STEP, SUMMARY
 
-from .file_tail import FileTail, complete_lines, signature
+from .file_tail import FileTail, Listings, complete_lines, signature
 from .names import kind, name
 
 FILE = "metrics.csv"
@@ -108,6 +108,7 @@ class LightningCsvTail(FileTail):
         super().__init__("lightning-csv-tail")
         self.folders, self.since, self.emit = folders, since, emit
         self.files: dict[Path, CsvFile] = {}
+        self.listings = Listings()
 
     def poll(self) -> None:
         """Read the rows every file grew by, file by file, and emit their events."""
@@ -125,9 +126,7 @@ class LightningCsvTail(FileTail):
     def _new_files(self) -> list[Path]:
         found = []
         for folder in self.folders:
-            if not folder.is_dir():
-                continue
-            for path in folder.rglob(FILE):
+            for path in map(Path, self.listings.files(str(folder), FILE)):
                 seen = signature(path)
                 if path not in self.files and seen is not None and seen[1] >= self.since - 1.0:
                     found.append(path)

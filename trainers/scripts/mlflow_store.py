@@ -23,7 +23,7 @@ from typing import Any
 
 from trainers.protocol.events import EVAL, RESULT, STEP
 
-from .file_tail import FileTail, complete_lines, read_from, signature
+from .file_tail import FileTail, Listings, complete_lines, read_from, signature
 from .names import kind, name
 
 SOURCE = "mlflow"
@@ -104,10 +104,10 @@ class StoreRun:
     waiting: dict[int, list[dict[str, float]]] = field(default_factory=dict)
     epoch: int | float | None = None
 
-    def read(self, metrics: Path) -> set[int]:
+    def read(self, metrics: Path, listings: Listings) -> set[int]:
         """Read what each metric file grew by into `waiting`; the steps that got values."""
         touched: set[int] = set()
-        for path in _files(metrics):
+        for path in map(Path, listings.files(str(metrics))):
             key = path.relative_to(metrics).as_posix()
             state = self.files.setdefault(key, MetricFile())
             seen = signature(path)
@@ -139,13 +139,14 @@ class MlflowTail(FileTail):
         super().__init__("mlflow-tail")
         self.stores, self.since, self.emit = stores, since, emit
         self.runs: dict[Path, StoreRun | None] = {}  # None: a run from before the script started
+        self.listings = Listings()
 
     def poll(self) -> None:
         """Read every run's metric files and emit the steps that are complete."""
         self._find_runs()
         for path, run in self.runs.items():
             if run is not None:
-                self._emit(run.ready(run.read(path / "metrics")))
+                self._emit(run.ready(run.read(path / "metrics", self.listings)))
 
     def flush(self) -> None:
         """The script ended: every waiting step is complete."""
@@ -157,10 +158,15 @@ class MlflowTail(FileTail):
         for event, fields in events:
             self.emit(event, **fields)
 
+    def _dirs(self, folder: Path) -> list[Path]:
+        """FOLDER's sub-folders but `.trash`."""
+        dirs = self.listings.entries(str(folder))[0]
+        return [Path(d) for d in dirs if not os.path.basename(d).startswith(".")]
+
     def _find_runs(self) -> None:
         for store in self.stores:
-            for experiment in _dirs(store):
-                for run in _dirs(experiment):
+            for experiment in self._dirs(store):
+                for run in self._dirs(experiment):
                     if run not in self.runs:
                         started = _start_time(run / "meta.yaml")
                         if started is not None:
@@ -180,18 +186,6 @@ def _uri_path(uri: str) -> str:
     if uri.startswith("file:"):
         return uri.removeprefix("file:").removeprefix("//")
     return "" if ":" in uri or uri == "databricks" else uri
-
-
-def _dirs(folder: Path) -> list[Path]:
-    try:
-        return [Path(e.path) for e in os.scandir(folder) if e.is_dir() and not e.name.startswith(".")]
-    except OSError:
-        return []
-
-
-def _files(folder: Path) -> list[Path]:
-    """Every file under FOLDER (scandir's entry types: no stat per file)."""
-    return [Path(top, f) for top, _, files in os.walk(folder) for f in files]
 
 
 def _start_time(meta: Path) -> int | None:
