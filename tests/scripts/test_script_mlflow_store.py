@@ -78,7 +78,7 @@ def test_runs_started_before_the_script_are_not_read(tmp_path: Path) -> None:
     assert got.events == []
 
 
-def test_a_step_waits_for_its_keys_and_a_half_line_for_its_end(tmp_path: Path) -> None:
+def test_a_step_waits_for_its_keys_a_half_line_for_its_end_system_metrics_left_out(tmp_path: Path) -> None:
     store = captured_store(tmp_path)
     metrics = store / RUN / "metrics"
     shutil.rmtree(metrics)
@@ -86,6 +86,8 @@ def test_a_step_waits_for_its_keys_and_a_half_line_for_its_end(tmp_path: Path) -
     got = Collected()
     tail = MlflowTail([store], STARTED_S, got)
     (metrics / "train_loss").write_text("1 0.5 1\n2 0.4 2\n3 0.3")  # step 3's line is being written
+    (metrics / "system").mkdir()
+    (metrics / "system" / "cpu_utilization_percentage").write_text("1 50.0 1\n")  # not the model's
     tail.poll()
     assert got.events == []  # steps 1 and 2 just came: more of their keys may follow
     (metrics / "epoch").write_text("2 0.0 2\n")  # epoch of step 2, one poll later

@@ -109,9 +109,11 @@ class StoreRun:
         touched: set[int] = set()
         for path in map(Path, listings.files(str(metrics))):
             key = path.relative_to(metrics).as_posix()
+            if key.startswith(SKIP_PREFIX):
+                continue
             state = self.files.setdefault(key, MetricFile())
             seen = signature(path)
-            if key.startswith(SKIP_PREFIX) or seen is None or seen == state.seen:
+            if seen is None or seen == state.seen:
                 continue  # unchanged: one stat
             state.seen = seen
             for step, value in state.read(path):
