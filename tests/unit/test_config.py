@@ -52,6 +52,8 @@ def test_int_is_accepted_where_a_float_is_expected() -> None:
         ({"train": {"batch_size": "big"}}, "train.batch_size", 'must be an integer or "auto" (got "big")'),
         ({"train": {"lr": "fast"}}, "train.lr", "must be a number"),
         ({"train": {"tensorboard": "yes"}}, "train.tensorboard", 'must be true or false (got "yes")'),
+        ({"script": {"csv_logs": 3}}, "script.csv_logs", "must be a string (got 3)"),
+        ({"script": {"mlruns": ["a"]}}, "script.mlruns", 'must be a string (got ["a"])'),
         ({"train": {"optimizer": 1}}, "train.optimizer", "must be one of sgd, adam, adamw (got 1)"),
         ({"data": {"shape": "3x32x32"}}, "data.shape", "must be a list of three positive integers"),
         ({"strategy": {"devices": "many"}}, "strategy.devices", 'must be "auto", a count >= 1, or a list'),

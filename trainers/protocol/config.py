@@ -256,6 +256,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                           allowed="a list of regex strings"),
         "parse_output": Field(bool, True, help="read metrics from the script's printed lines"),
         "tensorboard": Field(str, "", help="a folder the script writes TensorBoard event files to"),
+        "csv_logs": Field(str, "", help="a folder the script's Lightning CSVLogger writes metrics.csv under"),
+        "mlruns": Field(str, "", help="an MLflow file store the script logs to (besides ./mlruns)"),
     },
 }
 

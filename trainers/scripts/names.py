@@ -46,6 +46,9 @@ def name(key: str) -> str:
     for prefix in EVAL_PREFIXES:
         if key.startswith(prefix):
             return "val_" + ALIASES.get(key[len(prefix):], key[len(prefix):])
+    for prefix in TEST_PREFIXES:  # `test_accuracy` -> test_acc, as val_accuracy -> val_acc
+        if key.startswith(prefix):
+            return prefix + ALIASES.get(key[len(prefix):], key[len(prefix):])
     return key
 
 

@@ -24,7 +24,9 @@ import psutil
 from trainers.protocol import Config, EventWriter, RunDir
 from trainers.reaper import die_with_parent
 
+from .lightning_csv import LightningCsvTail
 from .memory import TreeMemory
+from .mlflow_store import MlflowTail, stores
 from .output import OutputEvents, Pump
 from .report import ENV_EVENTS, ENV_RUN_ID
 from .steps import batch_size, epochs
@@ -57,6 +59,19 @@ def tensorboard_folders(script: dict[str, Any]) -> list[Path]:
     """Where to look for TensorBoard event files: `[script] tensorboard`, and SummaryWriter's `runs/`."""
     cwd = Path.cwd()
     return [cwd / script["tensorboard"]] * bool(script["tensorboard"]) + [cwd / "runs"]
+
+
+def csv_folders(script: dict[str, Any]) -> list[Path]:
+    """Where to look for Lightning's metrics.csv: `[script] csv_logs`, and CSVLogger's `lightning_logs/`."""
+    cwd = Path.cwd()
+    return [cwd / script["csv_logs"]] * bool(script["csv_logs"]) + [cwd / "lightning_logs"]
+
+
+def file_tails(script: dict[str, Any], since: float, emit: Any) -> list[Any]:
+    """The threads that read the structured logs the script writes: TensorBoard, Lightning CSV, MLflow."""
+    return [TensorBoardTail(tensorboard_folders(script), since, emit),
+            LightningCsvTail(csv_folders(script), since, emit),
+            MlflowTail(stores(Path.cwd(), script["mlruns"], dict(os.environ)), since, emit)]
 
 
 class ScriptRun:
@@ -97,15 +112,16 @@ class ScriptRun:
         assert self.proc.stdout is not None and self.proc.stderr is not None
         pumps = [Pump(self.proc.stdout.fileno(), sys.stdout.fileno(), events.stdout),
                  Pump(self.proc.stderr.fileno(), sys.stderr.fileno(), events.stderr)]
-        tensorboard = TensorBoardTail(tensorboard_folders(script), time.time(), self.writer.emit)
-        for thread in (*pumps, tensorboard):
+        tails = file_tails(script, time.time(), self.writer.emit)
+        for thread in (*pumps, *tails):
             thread.start()
         code = self.proc.wait()
         deadline = time.monotonic() + DRAIN_S
         for pump in pumps:
             pump.join(timeout=max(0.0, deadline - time.monotonic()))
         events.close()
-        tensorboard.finish()
+        for tail in tails:
+            tail.finish()
         self._final(code, events)
         return code
 

@@ -10,15 +10,14 @@ once an event file shows up, so scripts that write none pay nothing.
 from __future__ import annotations
 
 import re
-import threading
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .file_tail import FileTail
 from .names import name
 
-POLL_S = 1.0
 EVAL_PARTS = ("val", "valid", "validation", "test", "eval")
 TRAIN_PARTS = ("train", "training")
 PATTERN = "events.out.tfevents.*"
@@ -35,25 +34,13 @@ def field(tag: str) -> tuple[str, bool]:
     return key, is_eval or key.startswith("val_")
 
 
-class TensorBoardTail(threading.Thread):
+class TensorBoardTail(FileTail):
     """Polls the folders for event files and emits their new scalars, until `finish()`."""
 
     def __init__(self, folders: list[Path], since: float, emit: Callable[..., Any]) -> None:
-        super().__init__(daemon=True, name="tensorboard-tail")
+        super().__init__("tensorboard-tail")
         self.folders, self.since, self.emit = folders, since, emit
         self.loaders: dict[Path, Any] = {}
-        self.done = threading.Event()
-
-    def run(self) -> None:
-        """Poll every POLL_S until finished, then once more for what was written last."""
-        while not self.done.wait(POLL_S):
-            self.poll()
-        self.poll()
-
-    def finish(self, timeout: float = 5.0) -> None:
-        """Stop polling after a last read."""
-        self.done.set()
-        self.join(timeout)
 
     def poll(self) -> None:
         """Read what every event file grew by and emit it, one event per step and kind."""
