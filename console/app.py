@@ -47,7 +47,8 @@ class TrainConsole(App[None]):
     ]
 
     def __init__(self, home: Path | None = None, sampler: gpu.Sampler | None = None,
-                 clock: Callable[[], float] = time.time, config_path: Path | None = None) -> None:
+                 clock: Callable[[], float] = time.time, config_path: Path | None = None,
+                 read_only: bool = False) -> None:
         # NO_COLOR: with native ANSI colours Textual drops colour entirely (else it only greys it out).
         super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         self.home = home or protocol.home()
@@ -62,13 +63,14 @@ class TrainConsole(App[None]):
         self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
+        self.read_only = read_only  # watching only: the control layer refuses every action
 
     @cached_property
     def control(self) -> Control:
         """The control layer every key acts through (imported after the first frame)."""
         from console.control import Control
 
-        return Control(self.home)
+        return Control(self.home, read_only=self.read_only)
 
     def get_default_screen(self) -> StartScreen:
         """The first frame: the runs pane and the keys, as cheap as a minimal app (the dashboard follows)."""

@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
-from console.control import Control
+from console.control import Control, Refused
 from console.core.board import Board, PlotLine, View, weights_view
 from console.core.leaderboard import Search, Trial, searched
 from console.core.selection import Selection
@@ -83,6 +83,9 @@ class MainScreen(Screen[None]):
         """Title the panes and start on the runs pane."""
         titles = {"setup": "setup: new run", "runs": "runs", "devices": "devices", "log": "log",
                   "leaderboard": "trials (x stop · t train)"}
+        if self.commands.control.read_only:  # watching only: no form (the control layer refuses its launch)
+            titles["runs"] = "runs (read-only)"
+            self.add_class("-read-only")
         for name, title in titles.items():
             self.query_one(f"#{name}").border_title = title
         self.show_pane("runs")
@@ -98,8 +101,19 @@ class MainScreen(Screen[None]):
         self.set_class(narrow, "-narrow")
         self.set_class(event.size.width >= VERY_WIDE, "-wide")  # room for a leaderboard beside the plot
 
+    def refused(self, action: str) -> bool:
+        """Whether the control layer refuses `action` in this session (then it is said in a toast)."""
+        try:
+            self.commands.control.check(action)
+        except Refused as e:
+            self.notify(str(e), severity="warning")
+            return True
+        return False
+
     def show_pane(self, name: str) -> None:
         """Bring a pane forward (narrow) and focus it where it takes focus."""
+        if name == "setup" and self.refused("the setup form"):
+            return
         self.pane = name
         for pane in PANES:
             self.set_class(pane == name, f"-pane-{pane}")
@@ -117,6 +131,8 @@ class MainScreen(Screen[None]):
 
     def action_load(self) -> None:
         """Ask for a config TOML and load it into the form."""
+        if self.refused("loading a config"):
+            return
         self.app.push_screen(PathScreen("Load a run or tune config (TOML):", self.path), self._load)
 
     def _load(self, path: str | None) -> None:
@@ -134,6 +150,8 @@ class MainScreen(Screen[None]):
 
     def action_save(self) -> None:
         """Ask for a path and save the form's config there as TOML."""
+        if self.refused("saving a config"):
+            return
         if self.query_one(RunForm).check() is None:
             self.notify("fix the config first: see the setup pane", severity="error")
             return
@@ -376,7 +394,7 @@ class MainScreen(Screen[None]):
 
     def _edit(self, choice: tuple[str, list[str]] | None) -> None:
         """The compare view's `e`: the chosen run's config in the form, the differing keys highlighted."""
-        if choice is None:
+        if choice is None or self.refused("editing a run's config"):
             return
         run_id, differs = choice
         path = self.commands.control.run(run_id).config

@@ -36,7 +36,9 @@ class StartScreen(Screen[None]):
         self.screen_layout_refresh_signal.subscribe(self, self._laid_out)
 
     def _laid_out(self, _: Screen[None]) -> None:
-        if not self.query_one(Footer).children:
+        if not self.query_one(Footer).children and self.app.app_focus:
             return  # the footer's keys come in a later layout: the first frame is the one with them
+        # (A blurred app's footer waits for focus to show keys: in a browser tab, Textual's web driver
+        # starts blurred until the page is focused. The dashboard does not wait for that.)
         self.screen_layout_refresh_signal.unsubscribe(self)
         self.call_after_refresh(self.app.open_dashboard)  # type: ignore[attr-defined]  # once painted
