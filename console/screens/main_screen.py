@@ -282,7 +282,7 @@ class MainScreen(Screen[None]):
     def action_kill(self) -> None:
         """Kill the selected run and all its processes, after a confirm."""
         run = self._selected_run()
-        if run is not None:
+        if run is not None and not self.refused("kill"):  # (no confirm for what would be refused)
             question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
             self.app.push_screen(ConfirmScreen(question), lambda yes: yes and self.commands.kill(run))
 

@@ -58,7 +58,7 @@ class Tokens:
     def cookie_attributes(self, secure: bool) -> dict[str, object]:
         """The cookie's attributes: not readable by scripts, never sent by another site's request. No Path:
         the browser scopes it to the page's own path, so it works behind a proxy's path prefix."""
-        return {"httponly": True, "samesite": "Strict", "secure": secure}
+        return {"httponly": True, "samesite": "Strict", "secure": secure, "path": ""}  # "": none sent
 
 
 def is_loopback(host: str) -> bool:

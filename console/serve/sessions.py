@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from textual_serve.app_service import AppService
 
+from console.hangup import SERVE_PID
+
 QUIT_GRACE_S = 3.0  # a console asked to quit exits well within this; then its process group is killed
 
 
@@ -34,7 +36,7 @@ class Session(AppService):
         self.argv = argv
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
-        env = self._build_environment(width=width, height=height)
+        env = {**self._build_environment(width=width, height=height), SERVE_PID: str(os.getpid())}
         self._process = process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
