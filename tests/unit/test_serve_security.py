@@ -47,7 +47,8 @@ def test_tokens_are_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -
 
 def test_the_cookie_is_http_only_same_site_strict_and_secure_over_tls() -> None:
     tokens = Tokens.fresh()
-    assert tokens.cookie_attributes(secure=False) == {"httponly": True, "samesite": "Strict", "secure": False}
+    assert tokens.cookie_attributes(secure=False) == {"httponly": True, "samesite": "Strict", "secure": False,
+                                                      "path": ""}
     assert tokens.cookie_attributes(secure=True)["secure"] is True
     assert tokens.cookie.startswith("trainconsole-") and tokens.cookie != Tokens.fresh().cookie
 
