@@ -309,7 +309,7 @@ class MainScreen(Screen[None]):
         """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
         found = self._selected_search()
         trial_id = self.query_one(Leaderboard).selected_trial if found else None
-        if found is None or trial_id is None:
+        if found is None or trial_id is None or self.refused("stop a trial"):  # (a UI-thread call)
             return
         self.commands.control.stop_trial(found[0], trial_id)
         self.notify(f"asked trial #{found[1].trials[trial_id].number} to stop; the search goes on")
