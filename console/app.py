@@ -103,6 +103,10 @@ class TrainConsole(App[None]):
         hangup.watch(self)
         self.set_interval(1.0, self._tick)
 
+    def on_app_focus(self) -> None:
+        """In a browser tab (Textual's web driver starts blurred), the footer shows its keys once focused."""
+        self.refresh_bindings()
+
     def on_unmount(self) -> None:
         """Stop the threads (the runs themselves go on)."""
         self._stopping.set()

@@ -4,14 +4,14 @@ Jupyter's model: a random token printed once in the URL is exchanged for an Http
 cookie, compared in constant time. A second token opens read-only sessions. The Host header must name
 this machine's loopback or a name the user allowed (a DNS-rebinding page reaches a loopback port under
 its own name), and a websocket's Origin must be the page's own origin (another site's page can open a
-websocket to any port, cookies and all, where SameSite does not apply). Stdlib only, no I/O.
+websocket to any port, cookies and all, where SameSite does not apply). Stdlib only, no I/O; `secrets`
+and `hmac` (OpenSSL) are imported when first used, since the CLI's parser imports this module (through
+`options`) before the console's first frame.
 """
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
-import secrets
 from dataclasses import dataclass, field
 from enum import Enum
 from urllib.parse import urlsplit
@@ -36,17 +36,20 @@ class Tokens:
 
     full: str | None
     read_only: str
-    cookie: str = field(default_factory=lambda: f"trainconsole-{secrets.token_hex(4)}")
+    cookie: str = field(default_factory=lambda: f"trainconsole-{_secrets().token_hex(4)}")
 
     @classmethod
     def fresh(cls, read_only: bool = False) -> Tokens:
         """New random tokens; a `read_only` server has no full-access token at all."""
+        secrets = _secrets()
         return cls(full=None if read_only else secrets.token_urlsafe(24), read_only=secrets.token_urlsafe(24))
 
     def access(self, presented: str | None) -> Access:
         """What `presented` (a query token or a cookie value) grants, compared in constant time."""
         if not presented:
             return Access.NONE
+        import hmac
+
         given = presented.encode()
         # Both compared every time, so the time taken says nothing about which one (nearly) matched.
         full = self.full is not None and hmac.compare_digest(given, self.full.encode())
@@ -59,6 +62,12 @@ class Tokens:
         """The cookie's attributes: not readable by scripts, never sent by another site's request. No Path:
         the browser scopes it to the page's own path, so it works behind a proxy's path prefix."""
         return {"httponly": True, "samesite": "Strict", "secure": secure, "path": ""}  # "": none sent
+
+
+def _secrets():  # noqa: ANN202
+    import secrets
+
+    return secrets
 
 
 def is_loopback(host: str) -> bool:

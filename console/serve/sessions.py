@@ -34,6 +34,7 @@ class Session(AppService):
     def __init__(self, argv: list[str], **kwargs: object) -> None:
         super().__init__(" ".join(argv), **kwargs)  # type: ignore[arg-type]
         self.argv = argv
+        self._told_focus = False
 
     async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
         env = {**self._build_environment(width=width, height=height), SERVE_PID: str(os.getpid())}
@@ -42,6 +43,15 @@ class Session(AppService):
             stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
         self._stdin = process.stdin
         return process
+
+    async def on_data(self, payload: bytes) -> None:
+        """The console's output to the tab; after its first bytes, it is told it has the focus: Textual's
+        web driver starts blurred once it is up (a focus sent before is lost, and a blurred footer shows
+        no keys), and the page focuses the console as soon as it draws anyway."""
+        await super().on_data(payload)
+        if not self._told_focus:
+            self._told_focus = True
+            await self.focus()
 
     @property
     def pid(self) -> int | None:

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXE, REPO, Served, Tab, alive, first_frame, runs
 from processes import wait_for
+from serve_helpers import EXE, REPO, Served, Tab, alive, first_frame, runs
 
 pytestmark = pytest.mark.slow
 BRAILLE = re.compile("[\u2801-\u28ff]")

@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 import pytest
-from conftest import Served, alive, wait_gone
 from processes import wait_for
+from serve_helpers import Served, alive, wait_gone
 
 IDLE_S = 4.0
 

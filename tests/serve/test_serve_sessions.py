@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import EXE, REPO, Served, Tab, alive, consoles_of, first_frame, runs, wait_gone
 from processes import wait_for
+from serve_helpers import EXE, REPO, Served, Tab, alive, consoles_of, first_frame, runs, wait_gone
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ import hmac
 import pytest
 
 from console.cli import build_parser, main
-from console.serve import options, security
+from console.serve import options
 from console.serve.security import Access, Hosts, Tokens, same_origin
 
 
@@ -36,7 +36,7 @@ def test_tokens_are_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(security.hmac, "compare_digest", spy)
+    monkeypatch.setattr(hmac, "compare_digest", spy)
     tokens = Tokens("full-secret", "ro-secret", cookie="c")
     assert tokens.access("ro-secret") is Access.READ_ONLY
     assert tokens.access("full-secret") is Access.FULL
