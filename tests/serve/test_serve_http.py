@@ -4,7 +4,11 @@ process starts, and what ends a tab's console. One server for the module."""
 from __future__ import annotations
 
 import asyncio
+import re
+import shutil
 import signal
+import ssl
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -63,6 +67,18 @@ async def test_without_the_token_every_route_is_refused_and_no_console_starts(se
         async with http.get(base + "static/js/textual.js", headers={"Cookie": f"{name}={value}"}) as r:
             assert r.status == 200  # (the same request with the cookie: served)
     assert served.consoles() == []
+
+
+async def test_the_page_s_urls_are_relative(served: Served) -> None:
+    """So it works behind `ssh -L` on any port and behind a proxy's path prefix: nothing names a host, a
+    port or the server's root."""
+    assert served.url is not None
+    async with aiohttp.ClientSession() as http, http.get(served.url) as page:
+        text = await page.text()
+    urls = re.findall(r'(?:src|href)="([^"]*)"|url\("([^"]*)"\)|new URL\("([^"]*)"', text)
+    found = [u for group in urls for u in group if u]
+    assert "static/js/textual.js" in found and "ws" in found
+    assert all(not u.startswith(("/", "http:", "https:", "ws:")) for u in found), found
 
 
 async def test_a_websocket_from_another_origin_or_host_is_refused(served: Served) -> None:
@@ -134,3 +150,23 @@ async def test_ctrl_c_or_a_hang_up_ends_every_console_serve_started(module_home:
             assert not alive(console.pid)
     finally:
         served.stop(signal.SIGKILL)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+async def test_tls_serves_https_with_a_secure_cookie(module_home: Path, tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    served = Served(module_home, "--certfile", str(cert), "--keyfile", str(key))
+    try:
+        assert served.url is not None and served.url.startswith("https://127.0.0.1:")
+        trust = ssl.create_default_context(cafile=str(cert))
+        trust.check_hostname = False  # (the certificate names localhost; the URL has the address)
+        async with aiohttp.ClientSession() as http, http.get(served.url, ssl=trust) as page:
+            assert page.status == 200
+            (morsel,) = page.cookies.values()
+            assert morsel["secure"] and morsel["httponly"] and morsel["samesite"] == "Strict"
+        async with aiohttp.ClientSession() as http, http.get(served.base, ssl=trust) as page:
+            assert page.status == 401
+    finally:
+        served.stop()
