@@ -170,3 +170,20 @@ async def test_tls_serves_https_with_a_secure_cookie(module_home: Path, tmp_path
             assert page.status == 401
     finally:
         served.stop()
+
+
+async def test_a_read_only_server_hands_out_read_only_consoles_only(module_home: Path) -> None:
+    served = Served(module_home, "--read-only")
+    try:
+        assert served.url is None  # one URL, the read-only one
+        split = urlsplit(served.read_only_url)
+        async with aiohttp.ClientSession() as http:
+            async with http.get(served.read_only_url) as page:
+                (morsel,) = page.cookies.values()
+            async with http.ws_connect(served.base.replace("http", "ws", 1) + "ws", headers={
+                    "Cookie": f"{morsel.key}={morsel.value}", "Origin": f"http://{split.netloc}"}) as ws:
+                await ws.receive(timeout=60)
+                (console,) = served.consoles()
+                assert console.cmdline()[1:] == ["-m", "console", "--read-only"]
+    finally:
+        served.stop()
