@@ -12,11 +12,19 @@ from serve_helpers import CHROMEDRIVER, CHROMIUM, chromium_missing, kill_runs
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """One headless Chromium for a test module (tabs are opened per test)."""
+def browser(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """One headless Chromium for a test module (tabs are opened per test); without it, the module's browser
+    tests are skipped and the reason is printed (past pytest's capture: `make test` runs without -rs)."""
     reason = chromium_missing()
     if reason:
-        print(f"\nSKIPPED browser tests: {reason}", file=sys.stderr)
+        plugins = request.config.pluginmanager
+        reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(f"SKIPPED browser tests of {request.module.__name__}: {reason}",
+                                    yellow=True)
+        else:
+            print(f"SKIPPED browser tests: {reason}", file=sys.stderr)
         pytest.skip(reason)
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
