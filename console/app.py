@@ -47,7 +47,8 @@ class TrainConsole(App[None]):
     ]
 
     def __init__(self, home: Path | None = None, sampler: gpu.Sampler | None = None,
-                 clock: Callable[[], float] = time.time, config_path: Path | None = None) -> None:
+                 clock: Callable[[], float] = time.time, config_path: Path | None = None,
+                 read_only: bool = False) -> None:
         # NO_COLOR: with native ANSI colours Textual drops colour entirely (else it only greys it out).
         super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         self.home = home or protocol.home()
@@ -62,13 +63,14 @@ class TrainConsole(App[None]):
         self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
+        self.read_only = read_only  # watching only: the control layer refuses every action
 
     @cached_property
     def control(self) -> Control:
         """The control layer every key acts through (imported after the first frame)."""
         from console.control import Control
 
-        return Control(self.home)
+        return Control(self.home, read_only=self.read_only)
 
     def get_default_screen(self) -> StartScreen:
         """The first frame: the runs pane and the keys, as cheap as a minimal app (the dashboard follows)."""
@@ -100,6 +102,10 @@ class TrainConsole(App[None]):
         """Quit if the terminal goes; runs are read and devices sampled once the dashboard is open."""
         hangup.watch(self)
         self.set_interval(1.0, self._tick)
+
+    def on_app_focus(self) -> None:
+        """In a browser tab (Textual's web driver starts blurred), the footer shows its keys once focused."""
+        self.refresh_bindings()
 
     def on_unmount(self) -> None:
         """Stop the threads (the runs themselves go on)."""

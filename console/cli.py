@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 from trainers import protocol
 
 from . import run_options
+from .serve import options as serve_options
 
 if TYPE_CHECKING:
     from trainers.protocol.tune_config import load_tune
@@ -70,6 +71,8 @@ def build_parser() -> Parser:
                     "With no command, opens the console (a terminal app); each command below is its "
                     "headless twin.")
     parser.add_argument("--version", action=Version)
+    parser.add_argument("--read-only", action="store_true",
+                        help="the console only watches: launch, stop, kill, resume and the form are refused")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
         cmd = sub.add_parser(name, help=help_text)
@@ -103,6 +106,7 @@ def build_parser() -> Parser:
 
     cli_manage.add_parsers(sub)
     COMMANDS.update(cli_manage.COMMANDS)
+    serve_options.add_options(sub.add_parser("serve", help="the console in a browser (a private URL)"))
     return parser
 
 
@@ -117,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.script_args = script_args
     if args.command is None:
-        return open_console()
+        return open_console(args.read_only)
     _import_commands()
     # Plug-ins named in configs resolve from the working directory, as with `python -m`.
     sys.path.insert(0, os.getcwd())
@@ -148,13 +152,13 @@ def control() -> Control:
     return Control(protocol.home())
 
 
-def open_console() -> int:
+def open_console(read_only: bool = False) -> int:
     """Open the Textual console."""
     try:
         from .app import TrainConsole
     except ImportError:
         fail("the console is not available yet; use a subcommand (see trainconsole --help)")
-    TrainConsole().run()
+    TrainConsole(read_only=read_only).run()
     return 0
 
 
@@ -291,8 +295,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    """`serve [--host H] [--port P] [--read-only] [--allow-remote] [--max-sessions N] ...`: the console in a
+    browser, one console process per tab, behind a token printed once."""
+    from .serve import main as serve
+
+    return serve.run(serve_options.check(args))
+
+
 COMMANDS = {
     "run": cmd_run, "tune": cmd_tune, "ls": cmd_ls, "stop": cmd_stop, "kill": cmd_kill,
     "resume": cmd_resume, "logs": cmd_logs, "trials": cmd_trials,
-    "compare": cmd_compare,
+    "compare": cmd_compare, "serve": cmd_serve,
 }

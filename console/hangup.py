@@ -23,15 +23,23 @@ from typing import Any
 
 CHECK_S = 0.1  # how often the tty is asked (one ioctl)
 HUNG_UP = 128 + 1  # the exit status of a process ended by SIGHUP, as a shell reports it
+SERVE_PID = "TRAINCONSOLE_SERVE_PID"  # set by `serve` for the console of each browser tab
 GRACE_S = 0.3  # after which the console exits without Textual's shutdown (it writes to the dead tty)
 
 
 def watch(app: Any) -> None:
     """From the app's `on_mount`: quit on SIGHUP or when the tty on stdin hangs up (not when headless)."""
     fd = sys.__stdin__.fileno() if sys.__stdin__ is not None else -1
-    if app.is_headless or fd < 0 or not os.isatty(fd):
+    if app.is_headless:
         return
     loop = asyncio.get_running_loop()
+    if app.is_web:  # a browser tab's console, from `serve` (which names itself: it may be gone already)
+        parent = int(os.environ.get(SERVE_PID, os.getppid()))
+        threading.Thread(target=_ask_parent, args=(app, parent, loop), name="serve check",
+                         daemon=True).start()
+        return
+    if fd < 0 or not os.isatty(fd):
+        return
     loop.add_signal_handler(signal.SIGHUP, lambda: gone(app, loop))
     threading.Thread(target=_ask_tty, args=(app, fd, loop), name="terminal check", daemon=True).start()
 
@@ -45,6 +53,16 @@ def _ask_tty(app: Any, fd: int, loop: asyncio.AbstractEventLoop) -> None:
             gone(app, loop)
             return
         time.sleep(CHECK_S)
+
+
+def _ask_parent(app: Any, parent: int, loop: asyncio.AbstractEventLoop) -> None:
+    """A browser tab's console: quit once `serve` is gone. Its input (a pipe from serve) then just ends,
+    which Textual's web driver takes without a word, so nothing else would end it (serve killed -9)."""
+    while not loop.is_closed():
+        if os.getppid() != parent:
+            gone(app, loop)
+            return
+        time.sleep(CHECK_S * 5)
 
 
 def gone(app: Any, loop: asyncio.AbstractEventLoop) -> None:

@@ -40,6 +40,11 @@ class Control:
         if self.read_only:
             raise Refused(f"{action}: refused, this session is read-only")
 
+    def check(self, action: str) -> None:
+        """Refuse (`Refused`) what this session may not do, for a front end's own step towards an action
+        (the setup form, which only launches, or loads and saves files)."""
+        self._allow(action)
+
     # -- acting ---------------------------------------------------------------------------------------
 
     def launch(self, config: Config, name: str = "") -> RunDir:

@@ -16,7 +16,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
-from console.control import Control
+from console.control import Control, Refused
 from console.core.board import Board, PlotLine, View, next_metric, plotted, weights_view
 from console.core.leaderboard import Search, Trial, searched
 from console.core.selection import Selection
@@ -99,6 +99,9 @@ class MainScreen(Screen[None]):
         """Title the panes and start on the runs pane."""
         titles = {"setup": "setup: new run", "runs": "runs", "devices": "devices", "log": "log",
                   "leaderboard": "trials (x stop · t train)"}
+        if self.commands.control.read_only:  # watching only: no form (the control layer refuses its launch)
+            titles["runs"] = "runs (read-only)"
+            self.add_class("-read-only")
         for name, title in titles.items():
             self.query_one(f"#{name}").border_title = title
         self.show_pane("runs")
@@ -114,8 +117,19 @@ class MainScreen(Screen[None]):
         self.set_class(narrow, "-narrow")
         self.set_class(event.size.width >= VERY_WIDE, "-wide")  # room for a leaderboard beside the plot
 
+    def refused(self, action: str) -> bool:
+        """Whether the control layer refuses `action` in this session (then it is said in a toast)."""
+        try:
+            self.commands.control.check(action)
+        except Refused as e:
+            self.notify(str(e), severity="warning")
+            return True
+        return False
+
     def show_pane(self, name: str) -> None:
         """Bring a pane forward (narrow) and focus it where it takes focus."""
+        if name == "setup" and self.refused("the setup form"):
+            return
         self.pane = name
         for pane in PANES:
             self.set_class(pane == name, f"-pane-{pane}")
@@ -133,6 +147,8 @@ class MainScreen(Screen[None]):
 
     def action_load(self) -> None:
         """Ask for a config TOML and load it into the form."""
+        if self.refused("loading a config"):
+            return
         self.app.push_screen(PathScreen("Load a run or tune config (TOML):", self.path), self._load)
 
     def _load(self, path: str | None) -> None:
@@ -150,6 +166,8 @@ class MainScreen(Screen[None]):
 
     def action_save(self) -> None:
         """Ask for a path and save the form's config there as TOML."""
+        if self.refused("saving a config"):
+            return
         if self.query_one(RunForm).check() is None:
             self.notify("fix the config first: see the setup pane", severity="error")
             return
@@ -301,7 +319,7 @@ class MainScreen(Screen[None]):
     def action_kill(self) -> None:
         """Kill the selected run and all its processes, after a confirm."""
         run = self._selected_run()
-        if run is not None:
+        if run is not None and not self.refused("kill"):  # (no confirm for what would be refused)
             question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
             self.app.push_screen(ConfirmScreen(question), lambda yes: yes and self.commands.kill(run))
 
@@ -328,7 +346,7 @@ class MainScreen(Screen[None]):
         """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
         found = self._selected_search()
         trial_id = self.query_one(Leaderboard).selected_trial if found else None
-        if found is None or trial_id is None:
+        if found is None or trial_id is None or self.refused("stop a trial"):  # (a UI-thread call)
             return
         self.commands.control.stop_trial(found[0], trial_id)
         self.notify(f"asked trial #{found[1].trials[trial_id].number} to stop; the search goes on")
@@ -413,7 +431,7 @@ class MainScreen(Screen[None]):
 
     def _edit(self, choice: tuple[str, list[str]] | None) -> None:
         """The compare view's `e`: the chosen run's config in the form, the differing keys highlighted."""
-        if choice is None:
+        if choice is None or self.refused("editing a run's config"):
             return
         run_id, differs = choice
         path = self.commands.control.run(run_id).config

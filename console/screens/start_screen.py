@@ -15,11 +15,15 @@ from textual.widgets import Footer
 from console.screens.keys import KEYS
 from console.widgets.runs_table import RunsTable
 
+#: In a browser tab, how long the first frame waits for the page's focus (and the footer's keys).
+FOCUS_WAIT_S = 1.0
+
 
 class StartScreen(Screen[None]):
     """An empty runs pane and the footer's keys (dimmed: they act once the dashboard is up)."""
 
     BINDINGS = KEYS
+    _opening = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Every dashboard key shows, dimmed, for the fraction of a second before the dashboard opens."""
@@ -34,9 +38,16 @@ class StartScreen(Screen[None]):
         """Title the pane as the dashboard does; open the dashboard once this frame is painted."""
         self.query_one(RunsTable).border_title = "runs"
         self.screen_layout_refresh_signal.subscribe(self, self._laid_out)
+        if self.app.is_web:  # Textual's web driver starts blurred, and a blurred footer shows no keys until
+            self.set_timer(FOCUS_WAIT_S, self._open)  # the page focuses it; a background tab's waits no more
 
     def _laid_out(self, _: Screen[None]) -> None:
-        if not self.query_one(Footer).children:
-            return  # the footer's keys come in a later layout: the first frame is the one with them
+        if self.query_one(Footer).children:  # the footer's keys come in a later layout: the first frame is
+            self._open()  # the one with them
+
+    def _open(self) -> None:
+        if self._opening:
+            return
+        self._opening = True
         self.screen_layout_refresh_signal.unsubscribe(self)
         self.call_after_refresh(self.app.open_dashboard)  # type: ignore[attr-defined]  # once painted
