@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
@@ -24,6 +24,7 @@ from console import hangup
 from console.core.board import Board
 from console.screens.start_screen import StartScreen
 from console.services.tailer import RunsRead, Tailer
+from console.typeahead import TypeAhead
 from trainers import protocol
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class TrainConsole(App[None]):
         self._stopping = threading.Event()
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
         self.read_only = read_only  # watching only: the control layer refuses every action
+        self.typeahead = TypeAhead(self)  # keys typed ahead wait for the one before to land
 
     @cached_property
     def control(self) -> Control:
@@ -97,6 +99,12 @@ class TrainConsole(App[None]):
     def main(self) -> MainScreen:
         """The dashboard screen (also while a dialog is over it)."""
         return self.screen_stack[0]  # type: ignore[return-value]
+
+    async def on_event(self, event: events.Event) -> None:
+        """A key read while an earlier one is still on its way waits its turn (console/typeahead.py)."""
+        if isinstance(event, events.Key) and not event.is_forwarded and self.typeahead.hold(event):
+            return
+        await super().on_event(event)
 
     def on_mount(self) -> None:
         """Quit if the terminal goes; runs are read and devices sampled once the dashboard is open."""
