@@ -8,10 +8,13 @@ The `cost` field (all figures of the run's process tree: the run process, DDP ra
      "energy_j": float | None}
 `host_peak` is the largest RSS sum seen at one sampling; `gpu_peak` per GPU index (NVML) likewise;
 `gpu_hours` and `energy_j` are None without a GPU. Torch-free: the console's compare view reads it.
+A resumed run's figures are the whole run's: its earlier processes' wall time (`ran_s` in run.json), peaks
+and energy (its log's last `cost`) are carried on.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -50,8 +53,11 @@ class CostMeter:
         info = run_dir.read_info() if hasattr(run_dir, "read_info") else {}
         self.root = _run_root(run_dir, info.get("pid"))
         self.t0 = float(info.get("started_at") or time.time())
-        self.host_peak = 0
-        self.gpu_peak: dict[str, int] = {}
+        self.ran_s = float(info.get("ran_s") or 0.0)  # earlier processes of a resumed run
+        earlier = _last_cost(getattr(run_dir, "events", None)) if self.ran_s else {}
+        self.host_peak = int(earlier.get("host_peak") or 0)
+        self.gpu_peak: dict[str, int] = dict(earlier.get("gpu_peak") or {})
+        self.energy_before = float(earlier.get("energy_j") or 0.0)
         self._energy0: dict[str, int] = {}
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -102,7 +108,7 @@ class CostMeter:
 
     def read(self) -> Cost:
         """The cost so far."""
-        wall = max(0.0, time.time() - self.t0)
+        wall = self.ran_s + max(0.0, time.time() - self.t0)
         with self._lock:
             gpus = sorted(self.gpu_peak)
             host, peaks = self.host_peak, dict(self.gpu_peak)
@@ -110,8 +116,29 @@ class CostMeter:
         if gpus and self._tree is not None:
             now = _energy(self._tree.nvml)
             energy = sum(now[i] - self._energy0[i] for i in gpus if i in now and i in self._energy0) / 1000
+            energy += self.energy_before
         return {"wall_s": round(wall, 3), "host_peak": host, "gpu_peak": peaks,
                 "gpu_hours": wall * len(gpus) / 3600 if gpus else None, "energy_j": energy}
+
+
+def _last_cost(events: Any, tail: int = 1 << 18) -> dict[str, Any]:
+    """The last `cost` figures in a run's log (its earlier processes'), from its last 256 KiB; {} if none."""
+    try:
+        with open(events, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - tail))
+            lines = f.read().splitlines()
+    except (OSError, TypeError):
+        return {}
+    for line in reversed(lines):
+        if b'"cost"' not in line:
+            continue
+        try:
+            cost = json.loads(line).get("cost")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(cost, dict):
+            return cost
+    return {}
 
 
 def _run_root(run_dir: Any, pid: Any) -> int:

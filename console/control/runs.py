@@ -151,7 +151,23 @@ def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:
     info = {k: v for k, v in info.items() if k != "status"}  # the status is derived, never stored
     # host: where this process runs (a run resumed on another host than its first one moves with it)
     run.write_info({**info, "host": hosts.this_host(), "pid": proc.pid, "pgid": proc.pid,
-                    "pid_started": started, "started_at": time.time(), "ended_at": None, "dequeued_at": None})
+                    "pid_started": started, "started_at": time.time(), "ended_at": None, "dequeued_at": None,
+                    "ran_s": _ran_s(run, info)})
+
+
+def _ran_s(run: RunDir, info: dict[str, Any]) -> float:
+    """Seconds the run's earlier processes ran: a resume adds the one that ended to those before it, so
+    the run's elapsed time and wall time go on from where they were rather than from 0."""
+    before, start = float(info.get("ran_s") or 0.0), info.get("started_at")
+    if not info.get("pid_started") or not isinstance(start, (int, float)):
+        return before  # never started a process (a new run)
+    end = info.get("ended_at")
+    if not isinstance(end, (int, float)) or end < start:  # killed or lost: its log's last write
+        try:
+            end = run.events.stat().st_mtime
+        except OSError:
+            end = start
+    return before + max(0.0, end - start)
 
 
 def leader(run: RunDir, info: dict[str, Any] | None = None) -> Any:

@@ -42,6 +42,7 @@ class RunState:
     host: str | None = None  # where its process runs (run.json)
     started_at: float | None = None
     ended_at: float | None = None
+    ran_s: float = 0.0  # seconds its earlier processes ran (a resumed run)
     final: str | None = None
     final_t: float = 0.0
     alive: bool | None = None
@@ -96,6 +97,7 @@ class RunState:
         self.pid_started = info.get("pid_started", self.pid_started)
         self.started_at = info.get("started_at", self.started_at)
         self.ended_at = info.get("ended_at", self.ended_at)
+        self.ran_s = float(info.get("ran_s") or 0.0)
         self.queue_facts = {k: info.get(k) for k in ("queued", "dequeued_at")}
         self.epochs = epochs if epochs is not None else self.epochs
 
@@ -111,12 +113,13 @@ class RunState:
             handler(self, event, float(t) if isinstance(t, (int, float)) else 0.0)
 
     def elapsed(self, now: float) -> float | None:
-        """Seconds from start to end (or to `now` while it runs)."""
+        """Seconds it has run: its earlier processes' (a resumed run) and its current one's, from start to
+        end (or to `now` while it runs)."""
         start = self.started_at or self.t_first
         if start is None:
             return None
         end = now if self.status == "running" else (self.final_t or self.ended_at or self.t_last or now)
-        return max(0.0, end - start)
+        return self.ran_s + max(0.0, end - start)
 
 
 def _started(run: RunState, e: Event, t: float) -> None:

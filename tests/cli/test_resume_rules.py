@@ -4,10 +4,14 @@ for more epochs; then it trains on from its last checkpoint to the new total."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
+import pytest
 from processes import wait_for
 from test_cli import DEMO, cli, events, ls
+
+from console.core.run_state import RunState
 
 
 def test_a_finished_run_is_refused_and_resume_epochs_trains_on(home: Path) -> None:
@@ -38,4 +42,16 @@ def test_a_finished_run_is_refused_and_resume_epochs_trains_on(home: Path) -> No
     assert "epochs = 2" in (home / "runs" / run_id / "config.toml").read_text()
     line = next(ln for ln in cli("ls").stdout.splitlines() if ln.startswith(run_id))
     assert " 2/2 " in line  # the epoch and the total, as the console's row shows them
-    assert json.loads(run_json.read_text())["id"] == run_id
+    info = json.loads(run_json.read_text())
+    assert info["id"] == run_id
+
+    # its time goes on from where it was: the wall time and elapsed are the whole run's, not the resume's
+    first, whole = logged[-1]["cost"]["wall_s"], after[-1]["cost"]["wall_s"]
+    second = after[-1]["t"] - after[0]["t"]
+    assert whole >= first + second, (first, second, whole)
+    assert info["ran_s"] >= first - 0.001  # (wall_s is rounded to ms)
+    state = RunState(run_id)  # the console's row (compare shows `cost.wall_s`, checked beside it elsewhere)
+    state.set_info(info)
+    for event in events(home, run_id):
+        state.apply(event)
+    assert state.elapsed(now=time.time()) == pytest.approx(whole, abs=2.0)
