@@ -112,3 +112,20 @@ class Console:
             self.proc.kill()
             self.proc.wait()
         os.close(self.master)
+
+
+def finished_runs(home: Path, count: int, steps: int = 500) -> None:
+    """The home the console benchmarks open: `count` finished runs of `steps` step events each."""
+    for i in range(count):
+        make_run(home, f"20240101-{i:06d}-small-cnn-digits-{i:04x}", steps=steps)
+
+
+def cold_start(home: Path, cmd: list[str] | None = None) -> tuple[float, float]:
+    """One fresh process to its first frame: (wall seconds, CPU seconds of the process); then quit it."""
+    console = Console(home, cmd=cmd)
+    try:
+        wall = console.wait_first_frame()
+        time.sleep(0.05)  # the reader thread records the CPU time right after it saw the frame
+        return wall, console.first_frame_cpu or float("nan")
+    finally:
+        console.quit()

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
-from console_common import Console, machine, make_run
+from console_common import Console, finished_runs, machine
 
 
 def settle(proc: psutil.Process, idle_cpu_s: float = 0.02, timeout: float = 120.0) -> float:
@@ -43,8 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        for i in range(args.runs):
-            make_run(home, f"20240101-{i:06d}-small-cnn-digits-{i:04x}", steps=args.steps)
+        finished_runs(home, args.runs, steps=args.steps)
         size = sum(f.stat().st_size for f in home.glob("runs/*/events.jsonl"))
         term = Console(home)
         first = term.wait_first_frame()

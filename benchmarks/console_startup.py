@@ -16,10 +16,9 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from console_common import Console, machine, make_run
+from console_common import cold_start, finished_runs, machine
 
 
 def minimal_app() -> None:
@@ -41,17 +40,6 @@ def minimal_app() -> None:
     Minimal().run()
 
 
-def cold_start(home: Path, cmd: list[str] | None = None) -> tuple[float, float]:
-    """One fresh process to its first frame: (wall seconds, CPU seconds of the process); then quit it."""
-    console = Console(home, cmd=cmd)
-    try:
-        wall = console.wait_first_frame()
-        time.sleep(0.05)  # the reader thread records the CPU time right after it saw the frame
-        return wall, console.first_frame_cpu or float("nan")
-    finally:
-        console.quit()
-
-
 def main() -> None:
     """Print medians (and our min) of both, wall and CPU seconds, and their ratios, as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,8 +55,7 @@ def main() -> None:
     cmd = [sys.executable, "-m", "console"] if args.module else None
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        for i in range(args.runs):
-            make_run(home, f"20240101-{i:06d}-small-cnn-digits-{i:04x}", steps=500)
+        finished_runs(home, args.runs, steps=500)
         ours, minimal = [], []
         for _ in range(args.repeat):
             ours.append(cold_start(home, cmd))

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from console_common import EXE, REPO, Console, machine, make_run
+from console_common import EXE, REPO, cold_start, finished_runs, machine
 
 RECORDER = """
 window.__tcOut = "";
@@ -84,15 +84,6 @@ def tab_first_frame(driver, url: str) -> float:  # noqa: ANN001
     return at / 1000
 
 
-def terminal_first_frame(home: Path) -> float:
-    """A fresh `trainconsole` on a 120x40 pty: seconds from exec to `Quit` on the terminal."""
-    console = Console(home)
-    try:
-        return console.wait_first_frame()
-    finally:
-        console.quit()
-
-
 def main() -> None:
     """Print both medians and their ratio as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -101,8 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        for i in range(args.runs):
-            make_run(home, f"20240101-{i:06d}-small-cnn-digits-{i:04x}", steps=500)
+        finished_runs(home, args.runs, steps=500)
         server, url = serve(home)
         driver = browser()
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORDER})
@@ -110,7 +100,7 @@ def main() -> None:
             tab_first_frame(driver, url)  # the browser's own first start of a page is not counted
             terminal, tabs = [], []
             for _ in range(args.repeat):
-                terminal.append(terminal_first_frame(home))
+                terminal.append(cold_start(home)[0])
                 tabs.append(tab_first_frame(driver, url))
                 time.sleep(0.5)  # the left page's console ends
         finally:
