@@ -52,10 +52,12 @@ class RankActor:
         self.stop = StopFlag()
 
     def where(self) -> dict[str, Any]:
-        """This worker's node (`ip (node id)`), address, pid, and a free port on that address."""
-        ip = ray.util.get_node_ip_address()
-        return {"node": f"{ip} ({ray.get_runtime_context().get_node_id()[:8]})", "ip": ip, "pid": os.getpid(),
-                "port": free_port(ip)}
+        """This worker's node id and pid."""
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
+
+    def free_port(self, addr: str) -> int:
+        """A TCP port free on `addr` of this node now (rank 0's: the rendezvous)."""
+        return free_port(addr)
 
     def run(self, rank: int, env: dict[str, str], payload: bytes) -> dict[str, Any]:
         """Run the rank: `{"result": ...}` (rank 0's outcome) or `{"error": cause, hint, traceback, t}`."""
@@ -173,11 +175,15 @@ def place(wanted: int, least: int, gpus: bool, nnodes: int) -> Placed:
 def start_actors(group: Any, count: int, gpus: bool, nnodes: int) -> Placed:
     """One actor per bundle, in rank order (ranks of one node consecutive); where each one runs."""
     need = bundle(gpus)
-    actor_class = ray.remote(RankActor).options(
-        num_cpus=need["CPU"], num_gpus=need.get("GPU", 0), max_concurrency=2, max_restarts=0)
+    actor_class = ray.remote(num_cpus=need["CPU"], num_gpus=need.get("GPU", 0), max_concurrency=2,
+                             max_restarts=0)(RankActor)
     actors = [actor_class.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, i)).remote()
               for i in range(count)]
     where = ray.get([a.where.remote() for a in actors], timeout=PLACE_TIMEOUT_S)
+    addresses = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}  # what the nodes reach it by
+    for w in where:
+        w["ip"] = addresses[w["node_id"]]
+        w["node"] = f"{w['ip']} ({w['node_id'][:8]})"
     order = sorted(range(count), key=lambda i: (where[i]["node"], i))
     placed = Placed(group, [actors[i] for i in order], [where[i] for i in order])
     nodes = {w["node"] for w in placed.where}
@@ -185,6 +191,8 @@ def start_actors(group: Any, count: int, gpus: bool, nnodes: int) -> Placed:
         placed.release()
         raise StrategyUnavailable(f"strategy.nnodes = {nnodes}, but Ray placed the {count} ranks on "
                                   f"{len(nodes)} node(s); lower strategy.nnodes or add nodes")
+    placed.where[0]["port"] = ray.get(placed.actors[0].free_port.remote(placed.where[0]["ip"]),
+                                      timeout=PLACE_TIMEOUT_S)
     return placed
 
 
