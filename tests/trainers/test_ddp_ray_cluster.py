@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +29,8 @@ DDP = ["examples/digits.toml", "--set", 'strategy.name="ddp"', "--set", "strateg
 RAY_STATE = """
 import json, sys, ray
 ray.init(address=sys.argv[1], log_to_driver=False)
-print(json.dumps({"free": ray.available_resources().get("CPU", 0), "total": ray.cluster_resources().get("CPU", 0),
-                  "groups": [g["state"] for g in ray.util.placement_group_table().values()]}))
+cpus = {"free": ray.available_resources().get("CPU", 0), "total": ray.cluster_resources().get("CPU", 0)}
+print(json.dumps({**cpus, "groups": [g["state"] for g in ray.util.placement_group_table().values()]}))
 """
 
 
@@ -132,14 +131,15 @@ def test_a_lost_rank_restarts_from_the_last_checkpoint_and_ends_as_undisturbed(
         started = kinds(events_of(home, run_id), "started")[0]
         second = started["rank_nodes"].index(1 - started["rank_nodes"][0])  # the rank away from rank 0
         os.kill(started["rank_pids"][second], signal.SIGKILL)
-        wait_for(lambda: kinds(events_of(home, run_id), "finished") or kinds(events_of(home, run_id), "failed"),
+        wait_for(lambda: [e for e in events_of(home, run_id) if e["type"] in ("finished", "failed")],
                  timeout=300, what="the run's end")
     finally:
         cli("kill", run_id, env=env)
     events = events_of(home, run_id)
     assert events[-1]["type"] == "finished", events[-1]
     (warning,) = kinds(events, "warning")
-    assert warning["code"] == "node_lost" and warning["node"] == started["nodes"][1 - started["rank_nodes"][0]]
+    lost_node = started["nodes"][started["rank_nodes"][second]]
+    assert warning["code"] == "node_lost" and warning["node"] == lost_node, warning
     assert warning["resumed_from_step"] >= 2 * started["steps_per_epoch"], warning
     again = kinds(events, "started")[1]
     assert again["resumed_from_step"] == warning["resumed_from_step"] and again["restarts"] == 1

@@ -64,7 +64,7 @@ class RayDistributedDataParallel(DistributedDataParallel):
         from . import ray_ranks  # imports ray: only a run on a cluster pays for it
 
         if run_dir is None:
-            raise StrategyUnavailable("a ddp run on a Ray cluster needs its run directory (shared by the nodes)")
+            raise StrategyUnavailable("a ddp run on a Ray cluster needs its run directory")
         call = launcher.Call(fn, args, given(kwargs, run_dir=run_dir), stop)
         return ray_ranks.run(self, call, run_dir)
 
