@@ -152,3 +152,26 @@ def test_a_lost_rank_restarts_from_the_last_checkpoint_and_ends_as_undisturbed(
     assert state.status == "finished"
     wait_for(lambda: released(cluster), timeout=60, what="Ray's resources freed")
 
+
+
+def test_stop_and_resume_on_the_cluster_end_as_undisturbed(cluster: dict[str, Any],
+                                                           undisturbed: dict[str, Any]) -> None:
+    env, home = cluster["env"], cluster["home"]
+    out = cli("run", *DDP, "--set", "strategy.nnodes=2", "--ray-address", cluster["address"], env=env)
+    run_id = out.stdout.split()[0]
+    try:
+        wait_for(lambda: kinds(events_of(home, run_id), "checkpoint"), timeout=240, what="a first checkpoint")
+        assert cli("stop", run_id, env=env).returncode == 0
+        rows = {row["id"]: row for row in json.loads(cli("ls", "--json", env=env).stdout)}
+        assert rows[run_id]["status"] == "stopped" and kinds(events_of(home, run_id), "stopped")
+        wait_for(lambda: released(cluster), timeout=60, what="Ray's resources freed after the stop")
+        assert cli("resume", run_id, env=env).returncode == 0
+        wait_for(lambda: [e for e in events_of(home, run_id) if e["type"] in ("finished", "failed")],
+                 timeout=300, what="the resumed run's end")
+    finally:
+        cli("kill", run_id, env=env)
+    events = events_of(home, run_id)
+    assert events[-1]["type"] == "finished", events[-1]
+    stopped_at = kinds(events, "stopped")[0]["step"]
+    assert kinds(events, "started")[1]["resumed_from_step"] == stopped_at > 0
+    assert events[-1]["steps"] == kinds(undisturbed["ray"], "finished")[0]["steps"]
