@@ -175,3 +175,43 @@ def test_stop_and_resume_on_the_cluster_end_as_undisturbed(cluster: dict[str, An
     stopped_at = kinds(events, "stopped")[0]["step"]
     assert kinds(events, "started")[1]["resumed_from_step"] == stopped_at > 0
     assert events[-1]["steps"] == kinds(undisturbed["ray"], "finished")[0]["steps"]
+
+
+def test_a_failing_rank_without_restarts_fails_the_run_naming_its_node(cluster: dict[str, Any]) -> None:
+    env = {**cluster["env"], "TRAINCONSOLE_FAIL_RANK": "1", "TRAINCONSOLE_FAIL_AT_STEP": "5"}
+    out = cli("run", *DDP, "--ray-address", cluster["address"], "--wait", env=env)
+    assert out.returncode == 1, out.stderr[-2000:]
+    events = events_of(cluster["home"], out.stdout.split()[0])
+    started, failed = kinds(events, "started")[0], events[-1]
+    assert failed["type"] == "failed" and failed["rank"] == 1, failed
+    assert failed["node"] == started["nodes"][started["rank_nodes"][1]] and failed["node"] in failed["cause"]
+    assert "injected failure in rank 1" in failed["cause"] and not kinds(events, "warning")
+    wait_for(lambda: released(cluster), timeout=60, what="Ray's resources freed")
+
+
+def test_a_lost_node_is_survived_on_the_node_left(tmp_path: Path) -> None:
+    """The node of a rank goes (its raylet and workers killed): with `min_workers = 1` the run goes on from
+    its last checkpoint with one rank on the node left, and ends with an undisturbed run's steps."""
+    with ray_nodes(["--num-cpus=1"], ["--num-cpus=1"]) as found:
+        home, env = tmp_path / "home", {**found["env"], "TRAINCONSOLE_HOME": str(tmp_path / "home")}
+        out = cli("run", *DDP, "--set", "strategy.max_failures=1", "--set", "strategy.min_workers=1",
+                  "--ray-address", found["address"], env=env)
+        run_id = out.stdout.split()[0]
+        try:
+            wait_for(lambda: [e for e in kinds(events_of(home, run_id), "checkpoint") if e["epoch"] >= 2],
+                     timeout=240, what="a checkpoint of epoch 2")
+            os.killpg(found["groups"][1], signal.SIGKILL)  # the second node: its raylet and its workers
+            wait_for(lambda: [e for e in events_of(home, run_id) if e["type"] in ("finished", "failed")],
+                     timeout=300, what="the run's end")
+        finally:
+            cli("kill", run_id, env=env)
+        left = next(iter(nodes(found["address"], found["env"])))[:8]  # the node left: the head
+    events = events_of(home, run_id)
+    assert events[-1]["type"] == "finished", events[-1]
+    first, again = kinds(events, "started")
+    (warning,) = kinds(events, "warning")
+    assert warning["code"] == "node_lost" and warning["node"] in first["nodes"]
+    assert left not in warning["node"]
+    assert again["world_size"] == 1 and again["nodes"] == [n for n in first["nodes"] if left in n]
+    assert again["resumed_from_step"] == warning["resumed_from_step"] >= 2 * first["steps_per_epoch"]
+    assert events[-1]["steps"] == EPOCHS * first["steps_per_epoch"]

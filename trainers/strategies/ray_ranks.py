@@ -251,10 +251,16 @@ class Ranks:
                               "traceback": "", "t": time.time()}}
 
     def settle(self, pending: dict[Any, int]) -> None:
-        """Give the other ranks a moment to end or report (a loss shows first as errors in the others)."""
-        done, _ = ray.wait(list(pending), num_returns=len(pending), timeout=SETTLE_S)
-        for ref in done:
-            self.answers[pending.pop(ref)] = self.answer(ref)
+        """Give the other ranks a moment to end or report (a loss shows first as errors in the others),
+        until one is known lost (the root cause then) or `SETTLE_S` has passed."""
+        deadline = time.monotonic() + SETTLE_S
+        while pending and not any(a["error"].get("lost") for a in self.answers.values() if "error" in a):
+            left = deadline - time.monotonic()
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, left))
+            for ref in done:
+                self.answers[pending.pop(ref)] = self.answer(ref)
+            if left <= 0:
+                return
 
     def forward_stop(self) -> None:
         if self.stop.is_set() and not self.forwarded:
@@ -280,10 +286,9 @@ def resume_after(failure: RankFailed, strategy: Any, call: Call, run_dir: RunDir
         call.kwargs["resume"] = str(run_dir.last_ckpt)
     strategy.restarts += 1
     fields = failure.event_fields
-    what = "lost" if fields.get("lost") else "failed"
     call.kwargs["events"].emit(
         "warning", code="node_lost" if fields.get("lost") else "rank_failed", node=fields["node"],
         rank=failure.rank, resumed_from_step=step, restarts_left=left - 1,
-        message=f"rank {failure.rank} {what} on node {fields['node']}: {fields['cause']}; the ranks "
-        f"restart from step {step}" + (" (checkpoints/last.pt)" if step else " (no checkpoint yet)"),
+        message=f"{fields['cause']}; the ranks restart from step {step}"
+        + (" (checkpoints/last.pt)" if step else " (no checkpoint yet)"),
         hint="strategy.max_failures sets how many restarts a run gets")
