@@ -18,79 +18,23 @@ from __future__ import annotations
 import os
 import pickle
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
-from ray.util.placement_group import placement_group, remove_placement_group
-from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from ray.exceptions import RayActorError
 
 from .. import checkpoint
-from ..errors import StrategyUnavailable
 from ..protocol import RunDir
 from ..signals import StopFlag, install_stop_handlers
-from ..troubles.explain import explain, traceback_tail
 from ..tune import cluster
 from .launcher import Call, RankFailed
-from .rendezvous import free_port, is_loopback
+from .ray_placement import Placed, place, placement_of, rank_count, uses_gpus
+from .rendezvous import is_loopback
 
 POLL_S = 0.2
 #: How long the other ranks get to end (or report) once one has failed, before all are killed: enough
 #: for Ray to tell a lost process from the collective errors it causes in the others.
 SETTLE_S = 10.0
-#: How long placing the ranks may take (nodes joining, a lost node's resources leaving the cluster).
-PLACE_TIMEOUT_S = float(os.environ.get("TRAINCONSOLE_RAY_PLACE_TIMEOUT_S") or 180)
-#: How long one try at a placement waits before the cluster's capacity is read again.
-PLACE_TRY_S = 10.0
-
-
-class RankActor:
-    """One rank in a Ray worker: where it runs, the rank itself, and its stop (a second call slot)."""
-
-    def __init__(self) -> None:
-        self.stop = StopFlag()
-
-    def where(self) -> dict[str, Any]:
-        """This worker's node id and pid."""
-        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
-
-    def free_port(self, addr: str) -> int:
-        """A TCP port free on `addr` of this node now (rank 0's: the rendezvous)."""
-        return free_port(addr)
-
-    def run(self, rank: int, env: dict[str, str], payload: bytes) -> dict[str, Any]:
-        """Run the rank: `{"result": ...}` (rank 0's outcome) or `{"error": cause, hint, traceback, t}`."""
-        os.environ.update(env)  # before unpickling: the rank's modules read their settings at import
-        config = None
-        try:
-            strategy, fn, args, kwargs = pickle.loads(payload)
-            config = strategy.config
-            result = strategy.run_rank(rank, fn, args, {**kwargs, "stop": self.stop})
-            return {"result": result if rank == 0 else None}
-        except BaseException as exc:  # noqa: BLE001 - every failure must reach the driver
-            why = explain(exc, config)
-            return {"error": {"cause": why.cause, "hint": why.hint, "traceback": traceback_tail(exc),
-                              "t": time.time()}}
-
-    def request_stop(self) -> None:
-        """The run was asked to stop: the ranks agree on a step, checkpoint and end."""
-        self.stop.set()
-
-
-@dataclass
-class Placed:
-    """The ranks Ray placed: the placement group, an actor per rank (rank order) and where each runs."""
-
-    group: Any
-    actors: list[Any]
-    where: list[dict[str, Any]]
-
-    def release(self) -> None:
-        """End every actor and free the group's resources."""
-        for actor in self.actors:
-            ray.kill(actor, no_restart=True)
-        remove_placement_group(self.group)
 
 
 def run(strategy: Any, call: Call, run_dir: RunDir) -> Any:
@@ -104,103 +48,20 @@ def run(strategy: Any, call: Call, run_dir: RunDir) -> Any:
         cluster.check_storage(run_dir.path.resolve())
         gpus = uses_gpus(spec["accelerator"])
         wanted = rank_count(spec, gpus)
-        least = spec["min_workers"] or wanted
-        for attempt in range(spec["max_failures"] + 1):
+        least, restarts_left = spec["min_workers"] or wanted, spec["max_failures"]
+        while True:
             placed = place(wanted, least, gpus, spec["nnodes"])
             try:
                 return Ranks(strategy, call, placed, gpus, stop).run()
             except RankFailed as failure:
-                if attempt == spec["max_failures"] or stop.is_set():
+                if not restarts_left or stop.is_set():
                     raise
-                resume_after(failure, strategy, call, run_dir, spec["max_failures"] - attempt)
+                restarts_left -= 1
+                resume_after(failure, strategy, call, run_dir, restarts_left)
             finally:
                 placed.release()
-        raise AssertionError("unreachable")
     finally:
         ray.shutdown()
-
-
-def uses_gpus(accelerator: str) -> bool:
-    """GPU ranks when the cluster has GPUs (or `cuda` demands them); gloo CPU ranks otherwise."""
-    has = ray.cluster_resources().get("GPU", 0) >= 1
-    if accelerator == "cuda" and not has:
-        raise StrategyUnavailable("strategy.accelerator = 'cuda' but the Ray cluster has no GPU")
-    return has and accelerator != "cpu"
-
-
-def rank_count(spec: dict[str, Any], gpus: bool) -> int:
-    """`strategy.devices` ranks, or for `auto` one per GPU of the cluster (CPU: one per node with CPUs);
-    `strategy.nnodes` at least."""
-    if isinstance(spec["devices"], int):
-        return spec["devices"]
-    if gpus:
-        return max(spec["nnodes"], int(ray.cluster_resources().get("GPU", 0)))
-    nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) >= 1]
-    return max(spec["nnodes"], len(nodes))
-
-
-def bundle(gpus: bool) -> dict[str, float]:
-    """What one rank reserves."""
-    return {"GPU": 1.0, "CPU": 1.0} if gpus else {"CPU": 1.0}
-
-
-def capacity(gpus: bool) -> int:
-    """How many ranks the cluster's alive nodes could hold, idle."""
-    need = bundle(gpus)
-    total = 0
-    for node in ray.nodes():
-        if node.get("Alive"):
-            total += int(min(node["Resources"].get(k, 0) // v for k, v in need.items()))
-    return total
-
-
-def place(wanted: int, least: int, gpus: bool, nnodes: int) -> Placed:
-    """A placement group of `wanted` ranks (fewer, down to `least`, if no more fit) and their actors."""
-    deadline = time.monotonic() + PLACE_TIMEOUT_S
-    while True:
-        count = min(wanted, capacity(gpus))
-        if count >= least:
-            group = placement_group([bundle(gpus)] * count, strategy="SPREAD" if nnodes > 1 else "PACK")
-            try:
-                ray.get(group.ready(), timeout=PLACE_TRY_S)
-                return start_actors(group, count, gpus, nnodes)
-            except GetTimeoutError:
-                remove_placement_group(group)
-        if time.monotonic() > deadline:
-            raise StrategyUnavailable(f"the Ray cluster cannot place {wanted} ranks (at least {least}) of "
-                                      f"{bundle(gpus)} each: it holds {capacity(gpus)} now")
-        time.sleep(1.0)
-
-
-def start_actors(group: Any, count: int, gpus: bool, nnodes: int) -> Placed:
-    """One actor per bundle, in rank order (ranks of one node consecutive); where each one runs."""
-    need = bundle(gpus)
-    actor_class = ray.remote(num_cpus=need["CPU"], num_gpus=need.get("GPU", 0), max_concurrency=2,
-                             max_restarts=0)(RankActor)
-    actors = [actor_class.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, i)).remote()
-              for i in range(count)]
-    where = ray.get([a.where.remote() for a in actors], timeout=PLACE_TIMEOUT_S)
-    addresses = {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes()}  # what the nodes reach it by
-    for w in where:
-        w["ip"] = addresses[w["node_id"]]
-        w["node"] = f"{w['ip']} ({w['node_id'][:8]})"
-    order = sorted(range(count), key=lambda i: (where[i]["node"], i))
-    placed = Placed(group, [actors[i] for i in order], [where[i] for i in order])
-    nodes = {w["node"] for w in placed.where}
-    if len(nodes) < nnodes:
-        placed.release()
-        raise StrategyUnavailable(f"strategy.nnodes = {nnodes}, but Ray placed the {count} ranks on "
-                                  f"{len(nodes)} node(s); lower strategy.nnodes or add nodes")
-    placed.where[0]["port"] = ray.get(placed.actors[0].free_port.remote(placed.where[0]["ip"]),
-                                      timeout=PLACE_TIMEOUT_S)
-    return placed
-
-
-def placement_of(placed: Placed) -> dict[str, Any]:
-    """The `started` event's view of where the ranks run."""
-    nodes = list(dict.fromkeys(w["node"] for w in placed.where))
-    return {"nodes": nodes, "rank_nodes": [nodes.index(w["node"]) for w in placed.where],
-            "rank_pids": [w["pid"] for w in placed.where]}
 
 
 def rank_env(placed: Placed, rank: int) -> dict[str, str]:
@@ -288,7 +149,7 @@ def resume_after(failure: RankFailed, strategy: Any, call: Call, run_dir: RunDir
     fields = failure.event_fields
     call.kwargs["events"].emit(
         "warning", code="node_lost" if fields.get("lost") else "rank_failed", node=fields["node"],
-        rank=failure.rank, resumed_from_step=step, restarts_left=left - 1,
+        rank=failure.rank, resumed_from_step=step, restarts_left=left,
         message=f"{fields['cause']}; the ranks restart from step {step}"
         + (" (checkpoints/last.pt)" if step else " (no checkpoint yet)"),
         hint="strategy.max_failures sets how many restarts a run gets")
