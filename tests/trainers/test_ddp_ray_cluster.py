@@ -144,6 +144,9 @@ def test_a_lost_rank_restarts_from_the_last_checkpoint_and_ends_as_undisturbed(
     again = kinds(events, "started")[1]
     assert again["resumed_from_step"] == warning["resumed_from_step"] and again["restarts"] == 1
     assert events[-1]["steps"] == kinds(undisturbed["ray"], "finished")[0]["steps"]
+    # two ranks again, from a checkpoint with the model's and the optimizer's state, and each epoch's order
+    # drawn from the seed and the epoch alone: the very accuracy of the run no rank was lost in
+    assert events[-1]["val_acc"] == kinds(undisturbed["ray"], "finished")[0]["val_acc"]
     state = RunState(run_id)  # the console's view: one curve, continued from the step resumed at
     for event in events:
         state.apply(event)
@@ -175,6 +178,7 @@ def test_stop_and_resume_on_the_cluster_end_as_undisturbed(cluster: dict[str, An
     stopped_at = kinds(events, "stopped")[0]["step"]
     assert kinds(events, "started")[1]["resumed_from_step"] == stopped_at > 0
     assert events[-1]["steps"] == kinds(undisturbed["ray"], "finished")[0]["steps"]
+    assert events[-1]["val_acc"] == kinds(undisturbed["ray"], "finished")[0]["val_acc"]  # as after a loss
 
 
 def test_a_failing_rank_without_restarts_fails_the_run_naming_its_node(cluster: dict[str, Any]) -> None:
