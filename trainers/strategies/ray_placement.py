@@ -18,7 +18,7 @@ from ray.exceptions import GetTimeoutError
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from ..errors import StrategyUnavailable
+from ..errors import ClusterTooSmall, StrategyUnavailable
 from .ray_actor import RankActor
 
 #: How long placing the ranks may take (nodes joining, a lost node's resources leaving the cluster).
@@ -89,7 +89,7 @@ def place(wanted: int, least: int, gpus: bool, nnodes: int) -> Placed:
             except GetTimeoutError:
                 remove_placement_group(group)
         if time.monotonic() > deadline:
-            raise StrategyUnavailable(f"the Ray cluster cannot place {wanted} ranks (at least {least}) of "
+            raise ClusterTooSmall(f"the Ray cluster cannot place {wanted} ranks (at least {least}) of "
                                       f"{bundle(gpus)} each: it holds {capacity(gpus)} now")
         time.sleep(1.0)
 
@@ -111,7 +111,7 @@ def start_actors(group: Any, count: int, gpus: bool, nnodes: int) -> Placed:
     nodes = {w["node"] for w in placed.where}
     if len(nodes) < nnodes:
         placed.release()
-        raise StrategyUnavailable(f"strategy.nnodes = {nnodes}, but Ray placed the {count} ranks on "
+        raise ClusterTooSmall(f"strategy.nnodes = {nnodes}, but Ray placed the {count} ranks on "
                                   f"{len(nodes)} node(s); lower strategy.nnodes or add nodes")
     placed.where[0]["port"] = ray.get(placed.actors[0].free_port.remote(placed.where[0]["ip"]),
                                       timeout=PLACE_TIMEOUT_S)
