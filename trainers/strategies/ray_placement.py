@@ -90,7 +90,7 @@ def place(wanted: int, least: int, gpus: bool, nnodes: int) -> Placed:
                 remove_placement_group(group)
         if time.monotonic() > deadline:
             raise ClusterTooSmall(f"the Ray cluster cannot place {wanted} ranks (at least {least}) of "
-                                      f"{bundle(gpus)} each: it holds {capacity(gpus)} now")
+                                  f"{bundle(gpus)} each: it holds {capacity(gpus)} now")
         time.sleep(1.0)
 
 
@@ -112,7 +112,7 @@ def start_actors(group: Any, count: int, gpus: bool, nnodes: int) -> Placed:
     if len(nodes) < nnodes:
         placed.release()
         raise ClusterTooSmall(f"strategy.nnodes = {nnodes}, but Ray placed the {count} ranks on "
-                                  f"{len(nodes)} node(s); lower strategy.nnodes or add nodes")
+                              f"{len(nodes)} node(s)")
     placed.where[0]["port"] = ray.get(placed.actors[0].free_port.remote(placed.where[0]["ip"]),
                                       timeout=PLACE_TIMEOUT_S)
     return placed
