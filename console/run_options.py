@@ -3,6 +3,7 @@
 `run --script PATH [--nproc N] [--devices D] [--pattern RE] [--tensorboard DIR] [--queue] [--min-free-mb MB]
 [-- ARGS...]`
 makes a run of kind `script`; `--queue`, `--min-free-mb` and `--devices` work for config runs too.
+`run CONFIG --ray-address HOST:PORT` places a ddp run's ranks on a Ray cluster (`strategy.ray_address`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def add_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--tensorboard", metavar="DIR", help="with --script: read the TensorBoard files in DIR")
     cmd.add_argument("--queue", action="store_true", help="wait until the devices have --min-free-mb free")
     cmd.add_argument("--min-free-mb", type=int, metavar="MB", help="free memory each device needs to start")
+    cmd.add_argument("--ray-address", metavar="HOST:PORT",
+                     help="a ddp run: place its ranks on this Ray cluster (one per GPU, else CPU slots)")
 
 
 def config_for(args: argparse.Namespace) -> tuple[Config, str]:
@@ -38,6 +41,8 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
         raise ConfigError("--nproc", "must be >= 1", args.nproc)
     raw = protocol.config.read(args.config) if args.config else {}
     if args.script is not None or (raw.get("script") or {}).get("path"):
+        if args.ray_address is not None:
+            raise ConfigError("--ray-address", "places the ranks of a ddp run on a Ray cluster, not a script")
         script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
                   "patterns": args.pattern, "tensorboard": args.tensorboard}
         return script_config(args.config, args.set, script, strategy), "script"
@@ -49,7 +54,18 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
     for item in args.set:
         protocol.apply_override(raw, item)
     raw.setdefault("strategy", {}).update({k: v for k, v in strategy.items() if v is not None})
+    if args.ray_address is not None:
+        _check_ray_strategy(raw["strategy"])
+        raw["strategy"]["ray_address"] = args.ray_address
     return protocol.validate(raw), "train"
+
+
+def _check_ray_strategy(section: Any) -> None:
+    """`--ray-address` places ddp ranks: refuse it, naming the flag, for a config of another strategy."""
+    name = section.get("name", "single") if isinstance(section, dict) else None
+    if name != "ddp":
+        raise ConfigError("--ray-address", "places the ranks of a ddp run on a Ray cluster: it needs "
+                          "strategy.name = 'ddp'", name)
 
 
 def _strategy(args: argparse.Namespace) -> dict[str, Any]:

@@ -28,6 +28,13 @@ class StrategyUnavailable(TrainerError):
     """The configured strategy or accelerator cannot run here."""
 
 
+class ClusterTooSmall(TrainerError):
+    """A Ray cluster cannot hold the ranks of a ddp run, or not on as many nodes as it asks."""
+
+    hint = ("add nodes (or free their resources), lower strategy.devices or strategy.nnodes, or let the run "
+            "go on with fewer ranks (strategy.min_workers)")
+
+
 class ShapeError(TrainerError):
     """The data's samples do not have the shape the model takes; `hint` names both."""
 

@@ -118,3 +118,35 @@ def test_a_wrong_type_says_what_is_allowed_in_words(home: Path, tmp_path: Path) 
             'train.tensorboard: must be true or false (got "yes")')
     tune = ["tune", str(write(tmp_path / "t.toml", TUNE_TOML)), "--set", "tune.num_samples=many"]
     refused(home, tune, 'tune.num_samples: must be an integer (got "many")')
+
+
+#: A ddp run on a Ray cluster: what is refused before anything starts, and what the one line names.
+RAY_REFUSED = [
+    (["--ray-address", "127.0.0.1:6379"], "--ray-address: places the ranks of a ddp run on a Ray cluster"),
+    (["--set", 'strategy.name="dp"', "--ray-address", "h:1"], "strategy.name = 'ddp'"),
+    (["--set", 'strategy.name="ddp"', "--ray-address", "ray://h:10001"], "strategy.ray_address"),
+    (["--set", 'strategy.name="ddp"', "--ray-address", "not an address"], "'auto' or HOST:PORT"),
+    (["--set", 'strategy.name="ddp"', "--set", "strategy.max_failures=1"],
+     "strategy.max_failures: only goes"),
+    (["--set", 'strategy.name="ddp"', "--set", "strategy.max_failures=-1", "--ray-address", "h:1"],
+     "strategy.max_failures: must be >= 0"),
+    (["--set", 'strategy.name="ddp"', "--set", "strategy.min_workers=3", "--set", "strategy.devices=2",
+      "--ray-address", "h:1"], "strategy.min_workers: must be <= strategy.devices (2)"),
+    (["--set", 'strategy.name="ddp"', "--set", "strategy.devices=[0, 1]", "--ray-address", "h:1"],
+     'strategy.devices: must be "auto" or a count'),
+    (["--set", 'strategy.name="ddp"', "--set", "strategy.node_rank=1", "--set", "strategy.nnodes=2",
+      "--ray-address", "h:1"], "strategy.node_rank: must be 0 on a Ray cluster"),
+]
+
+
+@pytest.mark.parametrize(("args", "says"), RAY_REFUSED, ids=[a[-1] + str(i) for i, (a, _) in
+                                                               enumerate(RAY_REFUSED)])
+def test_a_ddp_run_on_a_ray_cluster_is_checked_before_it_starts(args: list[str], says: str, home: Path,
+                                                                 tmp_path: Path) -> None:
+    config = write(tmp_path / "run.toml", RUN_TOML)
+    refused(home, ["run", str(config), *args], says)
+
+
+def test_ray_address_does_not_go_with_a_script(home: Path, tmp_path: Path) -> None:
+    script = write(tmp_path / "train.py", "print('hi')\n")
+    refused(home, ["run", "--script", str(script), "--ray-address", "h:1"], "--ray-address")

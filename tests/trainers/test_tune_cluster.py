@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,17 +15,11 @@ from typing import Any
 import psutil
 import pytest
 from processes import wait_for
+from ray_nodes import BIN, nodes, ray_nodes
 
 from console.core.run_state import RunState
 
-BIN = Path(sys.executable).parent
 pytestmark = pytest.mark.slow
-
-NODE_IDS = """
-import json, sys, ray
-ray.init(address=sys.argv[1], log_to_driver=False)
-print(json.dumps({n["NodeID"]: n["Resources"].get("CPU", 0) for n in ray.nodes() if n["Alive"]}))
-"""
 
 STORAGE_CHECK = """
 import json, sys, ray
@@ -41,52 +31,12 @@ print(json.dumps({"right": cluster.nodes_not_seeing(marker, token, 60),
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def ray_cluster() -> Iterator[dict[str, Any]]:
     """`ray start --head` (0 CPUs) and `ray start --address` (2 CPUs), each in its own process group."""
-    temp = tempfile.mkdtemp(prefix="tcr", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
-    # Token auth, said to every process: left unset, `ray start --head` turns it on when ~/.ray/auth_token
-    # exists (any earlier local ray.init may have written it) while `ray start --address` does not.
-    env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    common = ["--node-ip-address=127.0.0.1", "--disable-usage-stats", f"--temp-dir={temp}"]
-    starts = [
-        [str(BIN / "ray"), "start", "--head", f"--port={port}", "--num-cpus=0", "--include-dashboard=false",
-         f"--ray-client-server-port={free_port()}", *common],
-        [str(BIN / "ray"), "start", f"--address=127.0.0.1:{port}", "--num-cpus=2", *common],
-    ]
-    groups = []
-    try:
-        for command in starts:
-            proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    start_new_session=True, text=True)
-            groups.append(proc.pid)
-            out, _ = proc.communicate(timeout=120)
-            assert proc.returncode == 0, out
-        address = f"127.0.0.1:{port}"
-        nodes = wait_for(lambda: both if len(both := node_cpus(address, env)) == 2 else None, timeout=60,
-                         what="both nodes")
-        yield {"address": address, "env": env, "second": next(i for i, cpus in nodes.items() if cpus),
-               "groups": groups}
-    finally:
-        for pgid in groups:  # the daemons `ray start` left behind are in its process group
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def node_cpus(address: str, env: dict[str, str]) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", NODE_IDS, address], env=env, capture_output=True, text=True,
-                         timeout=120)
-    return json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {}
+    with ray_nodes(["--num-cpus=0"], ["--num-cpus=2"]) as found:
+        cpus = {node: res.get("CPU", 0) for node, res in nodes(found["address"], found["env"]).items()}
+        yield {**found, "second": next(i for i, n in cpus.items() if n)}
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

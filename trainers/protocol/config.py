@@ -19,13 +19,14 @@ from .devices import check_devices
 from .machine import Limit
 from .model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
 
-__all__ = ["SCHEMA", "Config", "ConfigError", "Field", "apply_override", "defaults", "dumps", "load", "read",
-           "validate"]
+__all__ = ["SCHEMA", "Config", "ConfigError", "Field", "apply_override", "defaults", "dumps", "load",
+           "ray_address", "read", "validate"]
 
 BUILTIN_MODELS = ("small_cnn",)
 BUILTIN_DATASETS = ("digits", "synthetic", "imagefolder", "mnist", "cifar10")
 DATASETS_WITH_ROOT = ("imagefolder", "mnist", "cifar10")
 PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+RAY_ADDRESS = re.compile(r"^(auto|[\w.\-]+:\d+)$")
 #: Each type in a user's words: what a value of the wrong type is told is allowed.
 TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list",
               dict: "a table"}
@@ -147,6 +148,14 @@ def _plugin_ok(v: str) -> bool:
         return False
 
 
+def ray_address(v: str) -> str | None:
+    """'' (no cluster: a search's own local Ray, a ddp run's own processes), 'auto' or HOST:PORT."""
+    if v.startswith("ray://"):  # Ray Client: the driver would run on the head, away from the run's log
+        return ("must be the cluster's HOST:PORT (from `ray start --head`), not a ray:// client address: "
+                "the run's driver runs here, beside the run directory the console reads")
+    return None if not v or RAY_ADDRESS.match(v) else "must be empty (a local Ray), 'auto' or HOST:PORT"
+
+
 def _devices(v: Any) -> str | None:
     """`auto`, a count (its range is the field's), or a list of distinct GPU indices."""
     if v == "auto" or (isinstance(v, int) and not isinstance(v, bool)):
@@ -242,6 +251,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "node_rank": Field(int, 0, low=0, high=MAX_DEVICES * 64),
         "master_addr": Field(str, "127.0.0.1"),
         "master_port": Field(int, 0, help="0 = pick a free port", low=0, high=65535, why="a TCP port"),
+        "ray_address": Field(str, "", ray_address, "ddp: place the ranks on this Ray cluster (HOST:PORT)"),
+        "max_failures": Field(int, 0, help="ddp on a Ray cluster: restarts from the last checkpoint after a "
+                              "rank or node is lost (0 = the run fails)", low=0, high=1000,
+                              why="each restart re-places every rank"),
+        "min_workers": Field(int, 0, help="ddp on a Ray cluster: a restart may go on with this many ranks "
+                             "if fewer fit (0 = all of them)", low=0, high=MAX_DEVICES * 64),
         "queue": Field(bool, False, help="wait until the devices have min_free_mb free, then start"),
         "min_free_mb": Field(int, 0, help="queue: free MB each device needs (host memory on CPU)", low=0,
                              high=machine.DEVICE_MEMORY, why="more than a device has would wait forever"),
@@ -310,7 +325,7 @@ def validate(raw: dict[str, Any], here: bool = True) -> Config:
         for key, value in values.items():
             config[section][key] = _check(section, key, value)
     _check_together(config)
-    if here:
+    if here and not config["strategy"]["ray_address"]:  # on a Ray cluster, the ranks' devices are its nodes'
         check_devices(config["strategy"])
     return config
 
@@ -340,13 +355,36 @@ def _check_together(config: Config) -> None:
     for name, path in (("model.weights", model["weights"]), ("train.resume_from", train["resume_from"])):
         if path:
             check_checkpoint_file(name, path)
-    if strategy["node_rank"] >= strategy["nnodes"]:
+    if strategy["ray_address"] or strategy["max_failures"] or strategy["min_workers"]:
+        _check_ray(strategy)
+    elif strategy["node_rank"] >= strategy["nnodes"]:
         raise ConfigError("strategy.node_rank", f"must be < strategy.nnodes ({strategy['nnodes']})")
     if strategy["name"] != "ddp" and strategy["nnodes"] > 1:
         raise ConfigError("strategy.nnodes", "must be 1 unless strategy.name = 'ddp'")
-    if strategy["nnodes"] > 1 and not strategy["master_port"]:
+    if strategy["nnodes"] > 1 and not strategy["master_port"] and not strategy["ray_address"]:
         raise ConfigError("strategy.master_port", "must be set (the same on every node) when nnodes > 1")
     _check_splittable(model["name"], strategy["name"])
+
+
+def _check_ray(strategy: dict[str, Any]) -> None:
+    """A ddp run on a Ray cluster: Ray places the ranks (no node_rank, no GPU list), rank 0's node gives
+    the rendezvous; the restart keys mean nothing without a cluster."""
+    for key in ("max_failures", "min_workers"):
+        if strategy[key] and not strategy["ray_address"]:
+            raise ConfigError(f"strategy.{key}", "only goes with a Ray cluster (strategy.ray_address, or "
+                              "trainconsole run --ray-address HOST:PORT)", strategy[key])
+    if strategy["name"] != "ddp":
+        raise ConfigError("strategy.ray_address", "places the ranks of a ddp run on a Ray cluster: "
+                          f"strategy.name must be 'ddp', not {strategy['name']!r}", strategy["ray_address"])
+    if strategy["node_rank"]:
+        raise ConfigError("strategy.node_rank", "must be 0 on a Ray cluster: Ray places the ranks")
+    devices = strategy["devices"]
+    if isinstance(devices, list):
+        raise ConfigError("strategy.devices", 'must be "auto" or a count of ranks on a Ray cluster (Ray '
+                          "places each rank on a GPU of some node)", devices)
+    if isinstance(devices, int) and strategy["min_workers"] > devices:
+        raise ConfigError("strategy.min_workers", f"must be <= strategy.devices ({devices}): the ranks a "
+                          "restart may go on with", strategy["min_workers"])
 
 
 def _check_splittable(model: str, strategy: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from typing import Any
 
 from . import machine
@@ -23,6 +22,7 @@ from .config import (
     ConfigError,
     Field,
     apply_override,
+    ray_address,
     read,
     validate,
 )
@@ -38,15 +38,7 @@ KINDS_FOR = {
     "hyperopt": ("choice", "uniform", "loguniform", "randint", "quniform"),
     "bayesopt": ("uniform", "quniform"),  # BayesOptSearch takes float ranges only, on a linear scale
 }
-ADDRESS = re.compile(r"^(auto|[\w.\-]+:\d+)$")
 MAX_TRIALS = 100_000
-
-
-def _address(v: str) -> str | None:
-    if v.startswith("ray://"):  # Ray Client: the driver would run on the head, away from the run's log
-        return ("must be the cluster's HOST:PORT (from `ray start --head`), not a ray:// client address: "
-                "the search's driver runs here, beside the run directory the console reads")
-    return None if not v or ADDRESS.match(v) else "must be empty (a local Ray), 'auto' or HOST:PORT"
 
 
 TUNE_SCHEMA: dict[str, Field] = {
@@ -67,7 +59,7 @@ TUNE_SCHEMA: dict[str, Field] = {
                             why="a trial cannot have more cores than the machine"),
     "gpus_per_trial": Field(float, 0.0, help="fractions allowed (0.5: two trials share a GPU)", low=0,
                             high=MAX_DEVICES, why="GPUs of one node"),
-    "ray_address": Field(str, "", _address, "join this Ray cluster"),
+    "ray_address": Field(str, "", ray_address, "join this Ray cluster"),
     "reuse_actors": Field(bool, True, help="reuse Ray workers between trials (no torch re-import)"),
     "seed": Field(int, 0, help="the searcher's random seed", low=0, high=SEED_MAX, why="NumPy's seed range"),
     "space": Field(dict, {}, help="the search space: \"section.key\" = { kind = [...] }",

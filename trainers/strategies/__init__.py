@@ -17,14 +17,15 @@ STRATEGIES: tuple[str, ...] = SCHEMA["strategy"]["name"].choices
 
 
 def make_strategy(config: Config) -> Strategy:
-    """Build the strategy named by `strategy.name`."""
+    """Build the strategy named by `strategy.name` (ddp with `strategy.ray_address`: `ddp_ray.py`'s)."""
     name = config["strategy"]["name"]
     if name not in STRATEGIES:
         raise StrategyUnavailable(f"strategy.name = {name!r} is not available in this build "
                                   f"(available: {', '.join(STRATEGIES)})")
-    module = importlib.import_module(f".{name}", __name__)
-    cls = next(c for c in vars(module).values()
-               if isinstance(c, type) and issubclass(c, Strategy) and c.name == name)
+    on_ray = name == "ddp" and config["strategy"].get("ray_address")
+    module = importlib.import_module(f".{'ddp_ray' if on_ray else name}", __name__)
+    cls = next(c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Strategy)
+               and c.name == name and c.__module__ == module.__name__)
     return cls(config)
 
 
