@@ -85,7 +85,9 @@ def build_parser() -> Parser:
                                      help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
     sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
     for name in ("stop", "kill"):
-        sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="+", metavar="ID")
+        sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="*", metavar="ID")
+        sub.choices[name].add_argument("--filter", default="", metavar="EXPR",
+                                       help="every run that matches (as ls --filter), or of the ids those that do")
     sub.add_parser("resume", help="resume a run").add_argument("id")
     sub.choices["resume"].add_argument("--epochs", type=positive_int, metavar="N",
                                        help="a finished training run: train on to N epochs in all")
@@ -209,11 +211,13 @@ def _run(run_id: str) -> protocol.RunDir:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    """`stop ID...`: ask the runs to checkpoint and stop (all at once); kill any that does not within the
+    """`stop ID... [--filter EXPR]`: ask the runs to checkpoint and stop (all at once); kill any that does not within the
     grace period."""
     from concurrent.futures import ThreadPoolExecutor
 
-    found = [_run(i) for i in args.id]
+    from console.cli_manage import picked
+
+    found = picked(args.id, args.filter)
     door = control()
     before = [door.status(run) for run in found]
     if not args.grace >= 0:
@@ -226,9 +230,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    """`kill ID...`: SIGKILL each run and every process it started."""
+    """`kill ID... [--filter EXPR]`: SIGKILL each run and every process it started."""
+    from console.cli_manage import picked
+
     door, failed = control(), False
-    for run in [_run(i) for i in args.id]:
+    for run in picked(args.id, args.filter):
         survivors = door.kill(run)
         if survivors:
             print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)
