@@ -87,7 +87,7 @@ def build_parser() -> Parser:
     for name in ("stop", "kill"):
         sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="*", metavar="ID")
         sub.choices[name].add_argument("--filter", default="", metavar="EXPR",
-                                       help="every run that matches (as ls --filter), or of the ids those that do")
+                                       help="every run that matches (as ls --filter)")
     sub.add_parser("resume", help="resume a run").add_argument("id")
     sub.choices["resume"].add_argument("--epochs", type=positive_int, metavar="N",
                                        help="a finished training run: train on to N epochs in all")
@@ -211,13 +211,16 @@ def _run(run_id: str) -> protocol.RunDir:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    """`stop ID... [--filter EXPR]`: ask the runs to checkpoint and stop (all at once); kill any that does not within the
-    grace period."""
+    """`stop ID... [--filter EXPR]`: ask the runs to checkpoint and stop (all at once); kill any that does
+    not within the grace period."""
     from concurrent.futures import ThreadPoolExecutor
 
     from console.cli_manage import picked
 
     found = picked(args.id, args.filter)
+    if not found:
+        print("trainconsole: no run matches the filter", file=sys.stderr)
+        return 0
     door = control()
     before = [door.status(run) for run in found]
     if not args.grace >= 0:
@@ -234,7 +237,10 @@ def cmd_kill(args: argparse.Namespace) -> int:
     from console.cli_manage import picked
 
     door, failed = control(), False
-    for run in picked(args.id, args.filter):
+    found = picked(args.id, args.filter)
+    if not found:
+        print("trainconsole: no run matches the filter", file=sys.stderr)
+    for run in found:
         survivors = door.kill(run)
         if survivors:
             print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)

@@ -218,6 +218,8 @@ def test_stop_and_kill_take_a_filter(home: Path) -> None:
     assert out.returncode == 0 and out.stdout.strip() == f"{live[0]} killed", (out.stdout, out.stderr)
     assert [ls()[r]["status"] for r in live] == ["killed", "running"]
     one_line_error(cli("stop", "--filter", "colour:red"), "colour")
+    out = cli("kill", "--filter", "tag:nothing-has-this")
+    assert out.returncode == 0 and not out.stdout and "no run matches" in out.stderr, out.stderr
     out = cli("stop", live[1], "--filter", "status:running", "--grace", "5")
     assert out.returncode == 0 and out.stdout.startswith(f"{live[1]} "), (out.stdout, out.stderr)
     assert ls()[live[1]]["status"] in ("stopped", "killed")
