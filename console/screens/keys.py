@@ -8,19 +8,27 @@ from textual.binding import Binding
 #: The dashboard's own keys, in the footer's order (the first frame shows them too, dimmed).
 KEYS = [
     Binding("l,f5", "launch", "Launch"),
-    Binding("s", "stop", "Stop"),
-    Binding("k", "kill", "Kill"),
-    Binding("r", "resume", "Resume"),
+    Binding("s", "stop", "Stop", tooltip="Stop the marked (else the selected) runs: checkpoint, then exit"),
+    Binding("k", "kill", "Kill", tooltip="Kill the marked (else the selected) runs, every process (y/n)"),
+    Binding("r", "resume", "Resume", tooltip="Resume the marked (else the selected) runs from checkpoints"),
     Binding("x", "stop_trial", "Stop trial", tooltip="Stop the selected trial (the search goes on)"),
     Binding("t", "train_trial", "Train", tooltip="Train the selected (else best) trial's config"),
     Binding("m", "metric", "Metric", tooltip="Plot the selected run's next metric (its loss, then each "
             "other metric its steps log)"),
-    Binding("space", "mark", "Overlay"),
+    Binding("space", "mark", "Mark", tooltip="Mark the selected run: overlaid on the plot; s k r delete act "
+            "on every marked run"),
     Binding("c", "compare", "Compare", tooltip="Compare the overlaid runs: what differs, results, cost"),
     Binding("h", "weights", "Weights", tooltip="The selected run's weight histograms by epoch (h: back)"),
     Binding("right_square_bracket", "layer(1)", "Layer", key_display="[ ]",
             tooltip="Weights: ] the next layer, [ the one before"),
     Binding("left_square_bracket", "layer(-1)", "Weights: the layer before", key_display="[", show=False),
+    Binding("slash", "filter", "Filter", key_display="/",
+            tooltip="Show only the runs that match a filter, as ls --filter (lr<0.1 tag:x; esc clears)"),
+    Binding("greater_than_sign", "sort", "Sort", key_display=">",
+            tooltip="Sort the runs by the next column, then the ranking again (or click a header)"),
+    Binding("less_than_sign", "reverse", "Reverse the sort column's order", key_display="<", show=False),
+    Binding("number_sign", "tag", "Tag", key_display="#", tooltip="Set the selected run's tags"),
+    Binding("a", "note", "Note", tooltip="Write the selected run's note (empty removes it)"),
     Binding("delete", "delete", "Move the marked (else the selected) runs to the trash (y/n)", show=False),
 ]
 
