@@ -8,12 +8,17 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import T0, make_app, settle, training, until, write_run
+from conftest import T0, alive, demo_config, family, make_app, settle, training, until, write_run
 from textual.widgets import Input
 
+from console.app import TrainConsole
+from console.control import runs
+from console.screens.confirm_screen import ConfirmScreen
 from console.screens.path_screen import PathScreen
+from console.services.gpu import SimulatedGpus
 from console.widgets.filter_line import FilterLine
 from console.widgets.runs_table import RunsTable
+from trainers import protocol
 from trainers.protocol import RunDir
 from trainers.protocol.meta import read_meta
 
@@ -115,3 +120,32 @@ async def test_tags_set_by_the_cli_show_within_a_second_and_keys_tag_and_note(tm
         await until(pilot, lambda: read_meta(meta).get("note") == "the baseline for the sweep", 5, "the note")
         await type_filter(pilot, "sweep")  # a word matches tags and notes, as in ls
         await until(pilot, lambda: rows(app) == [first], 5, "the tagged run alone")
+
+
+async def test_k_kills_every_marked_run_after_one_confirm(home: Path, tmp_path: Path) -> None:
+    config = protocol.load(demo_config(tmp_path))
+    found = [runs.launch(config, root=protocol.home()) for _ in range(3)]
+    spare = runs.launch(config, root=protocol.home())  # not marked: it must live on
+    try:
+        app = TrainConsole(home=home, sampler=SimulatedGpus(1), config_path=demo_config(tmp_path))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            table = app.main.query_one(RunsTable)
+            await until(pilot, lambda: all(str(table.get_cell(r.id, "status")) == "running"
+                                           for r in [*found, spare]), 90, "four runs running")
+            pids = [p for r in found for p in family(r.read_info()["pid"])]
+            assert len(pids) >= 3 and not set(pids) & set(family(spare.read_info()["pid"]))
+            for run in found:
+                table.select(run.id)
+                await pilot.pause()
+                await pilot.press("space")
+            await pilot.press("k")
+            assert isinstance(app.screen, ConfirmScreen) and "Kill 3 runs" in app.screen.question
+            await pilot.press("y")
+            await until(pilot, lambda: not alive(pids), 15, "every marked run's processes gone")
+            await until(pilot, lambda: all(str(table.get_cell(r.id, "status")) == "killed" for r in found),
+                        10, "three rows killed")
+            assert runs.status(spare) == "running" and alive([spare.read_info()["pid"]])
+    finally:
+        for run in [*found, spare]:
+            runs.kill(run)
