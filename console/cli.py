@@ -73,6 +73,8 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action=Version)
     parser.add_argument("--read-only", action="store_true",
                         help="the console only watches: launch, stop, kill, resume and the form are refused")
+    parser.add_argument("--bell", action="store_true", default=None,
+                        help="ring the terminal's bell when a run ends or warns (or TRAINCONSOLE_BELL=1)")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
         cmd = sub.add_parser(name, help=help_text)
@@ -123,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.script_args = script_args
     if args.command is None:
-        return open_console(args.read_only)
+        return open_console(args.read_only, args.bell)
     _import_commands()
     # Plug-ins named in configs resolve from the working directory, as with `python -m`.
     sys.path.insert(0, os.getcwd())
@@ -154,13 +156,13 @@ def control() -> Control:
     return Control(protocol.home())
 
 
-def open_console(read_only: bool = False) -> int:
+def open_console(read_only: bool = False, bell: bool | None = None) -> int:
     """Open the Textual console."""
     try:
         from .app import TrainConsole
     except ImportError:
         fail("the console is not available yet; use a subcommand (see trainconsole --help)")
-    TrainConsole(read_only=read_only).run()
+    TrainConsole(read_only=read_only, bell=bell).run()
     return 0
 
 
