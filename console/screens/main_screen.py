@@ -243,6 +243,8 @@ class MainScreen(RunMarks, TableKeys, Screen[None]):
         if self.frames.keys_for is None and action in SELECTION_ACTIONS:
             return None
         tune, sel = self.selection.is_tune(self.board), self.selection
+        if action == "filter":  # (in the form's fields, / is typed)
+            return not isinstance(self.focused, Input)
         if action in ("stop_trial", "train_trial"):
             return tune
         if action == "weights":  # a tune run's plot is its trials' curves

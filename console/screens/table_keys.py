@@ -26,6 +26,8 @@ else:
     Base = object
 
 META_S = 0.5  # tags and notes re-read (a stat per run) twice a second
+#: The table's keys that the footer has no room for, on the runs pane's bottom border.
+TABLE_KEYS = "/ filter · > sort · # tag · a note"
 FILTER_S = 1.0  # an active filter re-asked of the runs' summaries (new runs, changed statuses) every second
 
 
@@ -38,6 +40,7 @@ class TableKeys(Base):
     def start_table_view(self) -> None:
         """Begin re-reading tags and notes, and an active filter's runs (on mount)."""
         self.table_view = TableView()
+        self.query_one(RunsTable).border_subtitle = TABLE_KEYS
         self._meta_watch = MetaWatch(self.commands.control.home)
         self.set_interval(META_S, self._look_meta)
         self.set_interval(FILTER_S, self._refilter)

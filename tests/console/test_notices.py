@@ -24,7 +24,7 @@ def append(home: Path, run_id: str, *events: dict) -> None:
         f.write("".join(json.dumps({"v": 1, "run": run_id, "t": T0 + 9999, **e}) + "\n" for e in events))
 
 
-async def test_runs_that_end_or_warn_live_are_told_and_the_replayed_history_is_not(fixture_home: Path) -> None:
+async def test_live_ends_and_warnings_are_told_and_the_replayed_history_is_not(fixture_home: Path) -> None:
     sleeper = subprocess.Popen(["sleep", "600"])
     gone = "20240305-131500-small-cnn-digits-dead"
     write_run(fixture_home, gone, training(T0 + 9000, 100, 5),
