@@ -87,7 +87,8 @@ HELP_KEYS = [("l f5", "Launch"), ("s", "Stop"), ("k", "Kill"), ("r", "Resume"), 
              ("↑ ↓ pgup pgdn", "Move"), ("enter", "launch"), ("2", "trials"),
              ("ctrl+t", "Script / config"), ("a", "All keys"), ("e", "setup form with the run's config"),
              ("escape c", "Back"), ("/", "match a filter"), (">", "next column"), ("<", "Reverse"),
-             ("#", "tags"), ("a", "note"), ("s", "marked"), ("k", "marked"), ("r", "marked"), ("delete", "marked")]
+             ("#", "tags"), ("a", "note"), ("s", "marked"), ("k", "marked"), ("r", "marked"),
+             ("delete", "marked")]
 HELP_CONTEXTS = ["dashboard", "setup form (5 or n)", "compare (c, with two runs overlaid)", "anywhere"]
 FOOTER_KEYS = ["l Launch", "s Stop", "k Kill", "r Resume", "space Mark", "h Weights", "/ Filter", "? Help",
                "q Quit"]
