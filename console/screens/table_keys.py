@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from textual.widgets import DataTable
+from textual.worker import Worker
 
 from console.core.table_view import TableView
 from console.filters import Filter, FilterError, parse
@@ -36,6 +37,8 @@ class TableKeys(Base):
 
     table_view: TableView
     _filter: Filter | None = None
+    _meta_worker: Worker[None] | None = None
+    _filter_worker: Worker[None] | None = None
 
     def start_table_view(self) -> None:
         """Begin re-reading tags and notes, and an active filter's runs (on mount)."""
@@ -48,9 +51,13 @@ class TableKeys(Base):
     # -- tags and notes --------------------------------------------------------------------------------
 
     def _look_meta(self) -> None:
+        # once the runs are read (the first rows come first), and one look at a time (it owns its marks)
+        busy = self._meta_worker is not None and not self._meta_worker.is_finished
+        if busy or not getattr(self.app, "loaded", False):
+            return
         ids = list(self.board.runs)  # a copy for the thread: the board stays the UI thread's
-        self.run_worker(lambda: self._read_meta(ids), thread=True, group="meta", exclusive=True,
-                        exit_on_error=False)
+        self._meta_worker = self.run_worker(lambda: self._read_meta(ids), thread=True, group="meta",
+                                            exit_on_error=False)
 
     def _read_meta(self, ids: list[str]) -> None:
         changed = self._meta_watch.look(ids)
@@ -118,9 +125,10 @@ class TableKeys(Base):
 
     def _refilter(self) -> None:
         wanted = self._filter
-        if wanted is not None:
-            self.run_worker(lambda: self._match(wanted), thread=True, group="filter", exclusive=True,
-                            exit_on_error=False)
+        busy = self._filter_worker is not None and not self._filter_worker.is_finished
+        if wanted is not None and not busy:  # (a filter applied meanwhile is asked on the next tick)
+            self._filter_worker = self.run_worker(lambda: self._match(wanted), thread=True, group="filter",
+                                                  exit_on_error=False)
 
     def _match(self, wanted: Filter) -> None:
         shown = {s.id for s in self.commands.control.summaries() if wanted.matches(s)}
