@@ -52,3 +52,11 @@ async def test_live_ends_and_warnings_are_told_and_the_replayed_history_is_not(f
                                            for m in told(app)), 5, "the lost run told")
     finally:
         sleeper.kill()
+
+
+def test_the_bell_is_off_unless_asked_for(fixture_home: Path, monkeypatch) -> None:
+    assert make_app(fixture_home).ring is False
+    monkeypatch.setenv("TRAINCONSOLE_BELL", "1")
+    assert make_app(fixture_home).ring is True
+    monkeypatch.setenv("TRAINCONSOLE_BELL", "0")
+    assert make_app(fixture_home).ring is False
