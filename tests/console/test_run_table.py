@@ -89,6 +89,18 @@ async def test_a_filtered_table_takes_a_new_matching_run_and_sorts_by_any_column
         events = [*training(T0 + 9000, 100, 2, scale=9.0), {"t": T0 + 9009, "type": "finished"}]
         write_run(home, new_id, events)
         await until(pilot, lambda: rows(app) == [new_id, *LRS], 5, "the new run first (largest loss)")
+        table = app.main.query_one(RunsTable)
+
+        def header(name: str) -> tuple[int, int]:  # under the pane's border, at the column's first cell
+            before = list(table.columns.values())[:list(table.columns).index(name)]
+            return sum(c.get_render_width(table) for c in before) + 2, 1
+
+        await pilot.click(RunsTable, offset=header("elapsed"))
+        await until(pilot, lambda: app.main.table_view.sort == "elapsed", 5, "a sort by the header clicked")
+        await pilot.click(RunsTable, offset=header("loss"))  # smallest first
+        await until(pilot, lambda: rows(app) == [*reversed(LRS), new_id], 5, "the smallest loss first")
+        await pilot.click(RunsTable, offset=header("loss"))  # again: the other way
+        await until(pilot, lambda: rows(app) == [new_id, *LRS], 5, "the largest loss first")
 
 
 async def test_tags_set_by_the_cli_show_within_a_second_and_keys_tag_and_note(tmp_path: Path) -> None:
