@@ -199,6 +199,7 @@ class MainScreen(RunMarks, TableKeys, Screen[None]):
         """Put one frame's data into the panes; parts that did not change are left alone."""
         rows = self.table_view.arrange(view.rows, self.board.runs, self.clock())  # filter, sort, tags
         self.query_one(RunsTable).update_rows(rows)
+        self.show_run_meta(view.selected)  # its tags and note whole, and the filter, in the pane's title
         # runs of several hosts in the home: the memory bars are this host's alone
         title = f"devices: this host, {hosts.this_host()}" if len(view.hosts) > 1 else "devices"
         if self.query_one("#devices").border_title != title:

@@ -70,6 +70,19 @@ class TableKeys(Base):
             view.tags[run_id], view.notes[run_id] = meta.tags, meta.note
         self.frames.redraw()
 
+    def show_run_meta(self, run_id: str | None) -> None:
+        """The selected run's tags and note, whole, in the runs pane's title (the run column has room for a
+        few letters of them at 80x24), after the filter if one is on."""
+        view = self.table_view
+        tags = " ".join(f"#{t}" for t in view.tags.get(run_id or "", []))
+        meta = " · ".join(part for part in (tags, view.notes.get(run_id or "", "")) if part)
+        title = "runs (read-only)" if self.commands.control.read_only else "runs"
+        title += f": {view.filter_text}" if view.filter_text else ""
+        title += f" · selected: {meta}" if meta else ""
+        table = self.query_one(RunsTable)
+        if table.border_title != title:
+            table.border_title = title
+
     def action_tag(self) -> None:
         """Set the cursor's run's tags (the run gets exactly the tags typed)."""
         run = self._selected_run()
@@ -111,16 +124,13 @@ class TableKeys(Base):
             return
         line.show_error("")
         self.table_view.filter_text = event.text
-        self.query_one(RunsTable).border_title = f"runs: {event.text}"
         self.query_one(RunsTable).focus()
         self._refilter()
 
     def on_filter_line_cleared(self, event: FilterLine.Cleared) -> None:
         """Escape: every run again."""
         self._filter, self.table_view.shown, self.table_view.filter_text = None, None, ""
-        table = self.query_one(RunsTable)
-        table.border_title = "runs (read-only)" if self.commands.control.read_only else "runs"
-        table.focus()
+        self.query_one(RunsTable).focus()
         self.frames.redraw()
 
     def _refilter(self) -> None:

@@ -130,6 +130,8 @@ async def test_tags_set_by_the_cli_show_within_a_second_and_keys_tag_and_note(tm
         app.screen.query_one(Input).value = "the baseline for the sweep"
         await pilot.press("enter")
         await until(pilot, lambda: read_meta(meta).get("note") == "the baseline for the sweep", 5, "the note")
+        title = "runs · selected: #keep #lr-sweep · the baseline for the sweep"
+        await until(pilot, lambda: table.border_title == title, 5, "the selected run's tags and note whole")
         await type_filter(pilot, "sweep")  # a word matches tags and notes, as in ls
         await until(pilot, lambda: rows(app) == [first], 5, "the tagged run alone")
 
