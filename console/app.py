@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import hangup
 from console.core.board import Board
+from console.core.notices import Before, Notice, notices
 from console.screens.start_screen import StartScreen
 from console.services.tailer import RunsRead, Tailer
 from console.typeahead import TypeAhead
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 DEVICES_S = 0.5  # NVML at 2 Hz
 DEMO = Path("examples/digits.toml")
+BELL_ENV = "TRAINCONSOLE_BELL"
 
 
 class TrainConsole(App[None]):
@@ -49,7 +51,7 @@ class TrainConsole(App[None]):
 
     def __init__(self, home: Path | None = None, sampler: gpu.Sampler | None = None,
                  clock: Callable[[], float] = time.time, config_path: Path | None = None,
-                 read_only: bool = False) -> None:
+                 read_only: bool = False, bell: bool | None = None) -> None:
         # NO_COLOR: with native ANSI colours Textual drops colour entirely (else it only greys it out).
         super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         self.home = home or protocol.home()
@@ -66,6 +68,8 @@ class TrainConsole(App[None]):
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
         self.read_only = read_only  # watching only: the control layer refuses every action
         self.typeahead = TypeAhead(self)  # keys typed ahead wait for the one before to land
+        # the terminal's bell with a run's notice: --bell, or TRAINCONSOLE_BELL=1 (off by default)
+        self.ring = bell if bell is not None else os.environ.get(BELL_ENV, "") not in ("", "0")
 
     @cached_property
     def control(self) -> Control:
@@ -131,12 +135,21 @@ class TrainConsole(App[None]):
     def on_runs_read(self, message: RunsRead) -> None:
         """The tailer read something: take it into the board, let it read on, draw it in the next frame."""
         for update in message.updates.values():
+            before = Before.of(self.board.runs.get(update.run_id))
             self.board.take(update)
+            self._tell(notices(update, before, self.board.runs.get(update.run_id)))
         self.tailer.taken()
         self.loaded = self.loaded or message.loaded
         live = [r for r in self.board.runs.values() if r.status == "running"]
         self.leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
         self._board_changed()
+
+    def _tell(self, found: list[Notice]) -> None:
+        """A run ended or warns, seen live: a toast each (and the bell, if asked for)."""
+        for notice in found:
+            self.notify(notice.text, severity=notice.severity, timeout=8)  # type: ignore[arg-type]
+        if found and self.ring:
+            self.bell()
 
     def _tick(self) -> None:
         for run in self.board.runs.values():

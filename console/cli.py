@@ -73,6 +73,8 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action=Version)
     parser.add_argument("--read-only", action="store_true",
                         help="the console only watches: launch, stop, kill, resume and the form are refused")
+    parser.add_argument("--bell", action="store_true", default=None,
+                        help="ring the terminal's bell when a run ends or warns (or TRAINCONSOLE_BELL=1)")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
         cmd = sub.add_parser(name, help=help_text)
@@ -85,7 +87,9 @@ def build_parser() -> Parser:
                                      help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
     sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
     for name in ("stop", "kill"):
-        sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="+", metavar="ID")
+        sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="*", metavar="ID")
+        sub.choices[name].add_argument("--filter", default="", metavar="EXPR",
+                                       help="every run that matches (as ls --filter)")
     sub.add_parser("resume", help="resume a run").add_argument("id")
     sub.choices["resume"].add_argument("--epochs", type=positive_int, metavar="N",
                                        help="a finished training run: train on to N epochs in all")
@@ -121,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.script_args = script_args
     if args.command is None:
-        return open_console(args.read_only)
+        return open_console(args.read_only, args.bell)
     _import_commands()
     # Plug-ins named in configs resolve from the working directory, as with `python -m`.
     sys.path.insert(0, os.getcwd())
@@ -152,13 +156,13 @@ def control() -> Control:
     return Control(protocol.home())
 
 
-def open_console(read_only: bool = False) -> int:
+def open_console(read_only: bool = False, bell: bool | None = None) -> int:
     """Open the Textual console."""
     try:
         from .app import TrainConsole
     except ImportError:
         fail("the console is not available yet; use a subcommand (see trainconsole --help)")
-    TrainConsole(read_only=read_only).run()
+    TrainConsole(read_only=read_only, bell=bell).run()
     return 0
 
 
@@ -209,11 +213,16 @@ def _run(run_id: str) -> protocol.RunDir:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
-    """`stop ID...`: ask the runs to checkpoint and stop (all at once); kill any that does not within the
-    grace period."""
+    """`stop ID... [--filter EXPR]`: ask the runs to checkpoint and stop (all at once); kill any that does
+    not within the grace period."""
     from concurrent.futures import ThreadPoolExecutor
 
-    found = [_run(i) for i in args.id]
+    from console.cli_manage import picked
+
+    found = picked(args.id, args.filter)
+    if not found:
+        print("trainconsole: no run matches the filter", file=sys.stderr)
+        return 0
     door = control()
     before = [door.status(run) for run in found]
     if not args.grace >= 0:
@@ -226,9 +235,14 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    """`kill ID...`: SIGKILL each run and every process it started."""
+    """`kill ID... [--filter EXPR]`: SIGKILL each run and every process it started."""
+    from console.cli_manage import picked
+
     door, failed = control(), False
-    for run in [_run(i) for i in args.id]:
+    found = picked(args.id, args.filter)
+    if not found:
+        print("trainconsole: no run matches the filter", file=sys.stderr)
+    for run in found:
         survivors = door.kill(run)
         if survivors:
             print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)

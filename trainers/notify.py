@@ -1,5 +1,7 @@
-"""A notice when a run ends: the shell command in `TRAINCONSOLE_NOTIFY` (which a run inherits from the
-console or CLI that launched it) gets the run's final event as one JSON object on stdin. Stdlib only.
+"""A notice when a run ends: the shell command in the run's config (`[notify] command`), else the one in
+`TRAINCONSOLE_NOTIFY` (which a run inherits from the console or CLI that launched it), gets the run's final
+event as one JSON object on stdin. The config's wins: it is this run's own, the variable every run's.
+Stdlib only.
 
 The command runs after the run has recorded its end (the final event, `ended_at`, the exit code), so it
 can change neither the run's status nor its timing; its output goes to the run's own stdout/stderr logs;
@@ -15,7 +17,7 @@ import signal
 import subprocess
 import sys
 
-from .protocol import FINAL, RunDir, tail
+from .protocol import FINAL, ConfigError, RunDir, config, tail
 
 ENV, TIMEOUT_ENV = "TRAINCONSOLE_NOTIFY", "TRAINCONSOLE_NOTIFY_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
@@ -26,9 +28,19 @@ def final_event(run: RunDir) -> dict[str, object] | None:
     return next((e for e in reversed(tail(run.events)) if e.get("type") in FINAL), None)
 
 
+def command_of(run: RunDir) -> str:
+    """The run's notify command: its config's `[notify] command`, else TRAINCONSOLE_NOTIFY's ("": none)."""
+    try:
+        section = config.read(run.config).get("notify")
+    except (ConfigError, OSError):  # unreadable now: the variable still holds
+        section = None
+    own = section.get("command") if isinstance(section, dict) else None
+    return (own if isinstance(own, str) and own.strip() else os.environ.get(ENV, "")).strip()
+
+
 def after_run(run: RunDir) -> None:
     """Call the notify command, if one is set, with the final event; never raises."""
-    command = os.environ.get(ENV, "").strip()
+    command = command_of(run)
     event = final_event(run) if command else None
     if not command or event is None:
         return

@@ -5,22 +5,31 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-#: The dashboard's own keys, in the footer's order (the first frame shows them too, dimmed).
+#: The dashboard's own keys, in the footer's order (the first frame shows them too, dimmed). The runs table's
+#: own keys beyond `/` (> < # a) do not fit an 80-column footer: the runs pane's bottom border names them.
 KEYS = [
     Binding("l,f5", "launch", "Launch"),
-    Binding("s", "stop", "Stop"),
-    Binding("k", "kill", "Kill"),
-    Binding("r", "resume", "Resume"),
+    Binding("s", "stop", "Stop", tooltip="Stop the marked (else the selected) runs: checkpoint, then exit"),
+    Binding("k", "kill", "Kill", tooltip="Kill the marked (else the selected) runs, every process (y/n)"),
+    Binding("r", "resume", "Resume", tooltip="Resume the marked (else the selected) runs from checkpoints"),
     Binding("x", "stop_trial", "Stop trial", tooltip="Stop the selected trial (the search goes on)"),
     Binding("t", "train_trial", "Train", tooltip="Train the selected (else best) trial's config"),
     Binding("m", "metric", "Metric", tooltip="Plot the selected run's next metric (its loss, then each "
             "other metric its steps log)"),
-    Binding("space", "mark", "Overlay"),
+    Binding("space", "mark", "Mark", tooltip="Mark the selected run (again: unmark): overlaid on the plot; "
+            "s k r and delete act on every marked run"),
     Binding("c", "compare", "Compare", tooltip="Compare the overlaid runs: what differs, results, cost"),
     Binding("h", "weights", "Weights", tooltip="The selected run's weight histograms by epoch (h: back)"),
     Binding("right_square_bracket", "layer(1)", "Layer", key_display="[ ]",
             tooltip="Weights: ] the next layer, [ the one before"),
     Binding("left_square_bracket", "layer(-1)", "Weights: the layer before", key_display="[", show=False),
+    Binding("slash", "filter", "Filter", key_display="/",
+            tooltip="Show only the runs that match a filter, as ls --filter (lr<0.1 tag:x; esc clears)"),
+    Binding("greater_than_sign", "sort", "Sort the runs by the next column, then the ranking again (or click "
+            "a header)", key_display=">", show=False),
+    Binding("less_than_sign", "reverse", "Reverse the sort column's order", key_display="<", show=False),
+    Binding("number_sign", "tag", "Set the selected run's tags", key_display="#", show=False),
+    Binding("a", "note", "Write the selected run's note (empty removes it)", show=False),
     Binding("delete", "delete", "Move the marked (else the selected) runs to the trash (y/n)", show=False),
 ]
 
@@ -44,7 +53,7 @@ WHY_NOT = {
     "stop_trial": "x stops a search's trial: select a tune run (its trials are in the plot pane)",
     "train_trial": "t trains a search's trial: select a tune run (its trials are in the plot pane)",
     "weights": "h shows a training run's weights: a search has none of its own (t trains a trial)",
-    "mark": "space overlays runs on the loss plot: not on a tune run, nor in the weights view",
+    "mark": "space marks runs (overlaid on the loss plot): not a tune run, nor in the weights view",
     "layer": "[ and ] move between layers in the weights view: press h first",
     "metric": "m plots a run's other metrics: this run logs no metric but its loss",
     "compare": "c compares overlaid runs: mark two or more with space first",

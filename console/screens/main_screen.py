@@ -21,13 +21,15 @@ from console.core.board import Board, PlotLine, View, next_metric, plotted, weig
 from console.core.leaderboard import Search, Trial, searched
 from console.core.selection import Selection
 from console.core.weights import Snapshot
-from console.screens.confirm_screen import ConfirmScreen
 from console.screens.frames import Frames
 from console.screens.help_screen import show_help
 from console.screens.keys import KEYS, PANE_KEYS, RANK, WHY, WHY_NOT
 from console.screens.path_screen import PathScreen
 from console.screens.run_commands import RunCommands
+from console.screens.run_marks import RunMarks
+from console.screens.table_keys import TableKeys
 from console.services.gpu import Devices
+from console.widgets.filter_line import FilterLine
 from console.widgets.gpu_bars import GpuBars
 from console.widgets.leaderboard import Leaderboard
 from console.widgets.loss_plot import LossPlot
@@ -63,9 +65,9 @@ def save_proposal(path: str) -> str:
     return str(here)
 
 
-class MainScreen(Screen[None]):
+class MainScreen(RunMarks, TableKeys, Screen[None]):
     """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
-    that act on the runs shown."""
+    that act on the runs shown (those on marked runs in `RunMarks`, the table's own in `TableKeys`)."""
 
     BINDINGS = [*KEYS, *PANE_KEYS, RANK, *WHY]
 
@@ -86,6 +88,7 @@ class MainScreen(Screen[None]):
             yield RunForm(self.config, self.source, id="setup", classes="pane")
             with Vertical(id="watch"):
                 yield RunsTable(id="runs", classes="pane")
+                yield FilterLine(id="filter-line")
                 with Horizontal(id="middle"):
                     yield LossPlot(id="plot", classes="pane")
                     yield WeightHistogram(id="weights", classes="pane")
@@ -105,6 +108,7 @@ class MainScreen(Screen[None]):
         for name, title in titles.items():
             self.query_one(f"#{name}").border_title = title
         self.show_pane("runs")
+        self.start_table_view()
 
     @property
     def narrow(self) -> bool:
@@ -193,7 +197,9 @@ class MainScreen(Screen[None]):
 
     def show_view(self, view: View) -> None:
         """Put one frame's data into the panes; parts that did not change are left alone."""
-        self.query_one(RunsTable).update_rows(view.rows)
+        rows = self.table_view.arrange(view.rows, self.board.runs, self.clock())  # filter, sort, tags
+        self.query_one(RunsTable).update_rows(rows)
+        self.show_run_meta(view.selected)  # its tags and note whole, and the filter, in the pane's title
         # runs of several hosts in the home: the memory bars are this host's alone
         title = f"devices: this host, {hosts.this_host()}" if len(view.hosts) > 1 else "devices"
         if self.query_one("#devices").border_title != title:
@@ -238,6 +244,8 @@ class MainScreen(Screen[None]):
         if self.frames.keys_for is None and action in SELECTION_ACTIONS:
             return None
         tune, sel = self.selection.is_tune(self.board), self.selection
+        if action == "filter":  # (in the form's fields, / is typed)
+            return not isinstance(self.focused, Input)
         if action in ("stop_trial", "train_trial"):
             return tune
         if action == "weights":  # a tune run's plot is its trials' curves
@@ -297,37 +305,6 @@ class MainScreen(Screen[None]):
         """An action ended: say how, and read the runs at once."""
         self.notify(message, severity=severity)  # type: ignore[arg-type]
         self.app.tailer.poke()  # type: ignore[attr-defined]
-
-    def _cursor_run(self) -> str | None:
-        # The cursor, not the selection: its RowHighlighted message may still be queued behind this key.
-        return self.query_one(RunsTable).selected_id or self.selection.selected
-
-    def _selected_run(self) -> protocol.RunDir | None:
-        self.selection.selected = self._cursor_run()
-        if self.selection.selected is None:
-            self.notify("no run selected", severity="warning")
-            return None
-        return self.commands.control.run(self.selection.selected)
-
-    def action_stop(self) -> None:
-        """Ask the selected run to checkpoint and stop."""
-        run = self._selected_run()
-        if run is not None:
-            self.notify(f"stopping {run.id}: it checkpoints, then exits")
-            self.commands.stop(run)
-
-    def action_kill(self) -> None:
-        """Kill the selected run and all its processes, after a confirm."""
-        run = self._selected_run()
-        if run is not None and not self.refused("kill"):  # (no confirm for what would be refused)
-            question = f"Kill run {run.id} and every process it started?\nIt will not checkpoint."
-            self.app.push_screen(ConfirmScreen(question), lambda yes: yes and self.commands.kill(run))
-
-    def action_resume(self) -> None:
-        """Start the selected run again from its last checkpoint."""
-        run = self._selected_run()
-        if run is not None:
-            self.commands.resume(run)
 
     def _selected_search(self) -> tuple[protocol.RunDir, Search] | None:
         """The selected run and its trials, if it is a tune run (else a notice and None)."""
@@ -390,7 +367,8 @@ class MainScreen(Screen[None]):
         self.frames.redraw()
 
     def action_rank(self) -> None:
-        """Order runs newest first, or by best validation accuracy."""
+        """Order runs newest first, or by best validation accuracy (and no longer by a column: `>`)."""
+        self.table_view.sort = None
         self.notify(f"runs sorted by {self.selection.next_ranking()}")
         self.frames.redraw()
 
@@ -447,18 +425,3 @@ class MainScreen(Screen[None]):
         self.show_pane("setup")
         if shown:
             form.query_one(f"#{shown[0]}").focus()
-
-    # -- many runs (issue 26) ---------------------------------------------------------------------------
-
-    def action_delete(self) -> None:
-        """Move the marked runs (else the selected one) to the home's trash, after a confirm (y/n)."""
-        ids = self.selection.compared(self.board)
-        if not ids:
-            run = self._selected_run()
-            ids = [run.id] if run is not None else []
-        if not ids:
-            return
-        found = [self.commands.control.run(run_id) for run_id in ids]
-        what = f"run {ids[0]}" if len(ids) == 1 else f"{len(ids)} runs"
-        question = f"Move {what} to the trash?\n`trainconsole restore ID` brings a run back."
-        self.app.push_screen(ConfirmScreen(question), lambda yes: yes and self.commands.delete(found))

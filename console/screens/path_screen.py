@@ -1,4 +1,4 @@
-"""Asks for a file path (load or save a run config)."""
+"""Asks for a file path (load or save a run config), or a line of text (a run's tags, its note)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from textual.widgets import Input, Static
 
 
 class PathScreen(ModalScreen[str | None]):
-    """One input prefilled with a path; enter answers it, escape answers None."""
+    """One input prefilled with a path (or text); enter answers it, escape answers None. An empty answer
+    is None too, unless `empty_ok` (a note removed, no tags left)."""
 
     BINDINGS = [Binding("escape", "cancel", "cancel")]
 
-    def __init__(self, prompt: str, path: str) -> None:
+    def __init__(self, prompt: str, path: str, empty_ok: bool = False) -> None:
         super().__init__()
-        self.prompt, self.path = prompt, path
+        self.prompt, self.path, self.empty_ok = prompt, path, empty_ok
 
     def compose(self) -> ComposeResult:
         """The prompt and the input."""
@@ -28,7 +29,7 @@ class PathScreen(ModalScreen[str | None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Answer with the path typed."""
         event.stop()
-        self.dismiss(event.value.strip() or None)
+        self.dismiss(event.value.strip() if self.empty_ok else event.value.strip() or None)
 
     def action_cancel(self) -> None:
         """Answer None."""

@@ -40,29 +40,32 @@ class RunCommands:
             self.screen.app.call_from_thread(self.screen.launched, run.id)
         self._in_thread("launch_run", body)
 
-    def stop(self, run: RunDir) -> None:
-        """SIGTERM, then SIGKILL after the grace period."""
-        self._in_thread("stop_run", lambda: self._report(f"{run.id}: {self.control.stop(run)}"))
+    def stop(self, found: list[RunDir]) -> None:
+        """SIGTERM each run, then SIGKILL after the grace period (all at once: the grace runs in parallel)."""
+        for run in found:
+            self._in_thread("stop_run", lambda run=run: self._report(f"{run.id}: {self.control.stop(run)}"))
 
-    def kill(self, run: RunDir) -> None:
-        """SIGKILL the run's process group and descendants."""
+    def kill(self, found: list[RunDir]) -> None:
+        """SIGKILL each run's process group and descendants; one report for them all."""
         def body() -> None:
-            survivors = self.control.kill(run)
-            if survivors:
-                self._report(f"could not kill pids {survivors}", "error")
+            survivors = [(run.id, self.control.kill(run)) for run in found]
+            failed = [f"{run_id} (pids {pids})" for run_id, pids in survivors if pids]
+            if failed:
+                self._report(f"could not kill {', '.join(failed)}", "error")
             else:
-                self._report(f"{run.id}: killed")
+                self._report(f"{found[0].id}: killed" if len(found) == 1 else f"killed {len(found)} runs")
         self._in_thread("kill_run", body)
 
-    def resume(self, run: RunDir) -> None:
-        """Start the run again from its last checkpoint; a running run or none to resume from is said."""
+    def resume(self, found: list[RunDir]) -> None:
+        """Start each run again from its last checkpoint; a running run or none to resume from is said."""
         def body() -> None:
-            try:
-                self.control.resume(run)
-            except (protocol.RunBusy, FileNotFoundError) as e:  # a second `r`, or nothing to resume from
-                self._report(str(e), "warning")
-                return
-            self._report(f"{run.id}: resumed from its last checkpoint")
+            for run in found:
+                try:
+                    self.control.resume(run)
+                except (protocol.RunBusy, FileNotFoundError, Refused) as e:  # a second `r`, no checkpoint
+                    self._report(str(e), "warning")
+                    continue
+                self._report(f"{run.id}: resumed from its last checkpoint")
         self._in_thread("resume_run", body)
 
     def train_trial(self, run: RunDir, number: int, searched: dict[str, Any]) -> None:
@@ -84,3 +87,17 @@ class RunCommands:
             moved = self.control.remove(found)
             self._report(f"moved {len(moved)} run{'' if len(moved) == 1 else 's'} to the trash")
         self._in_thread("delete_runs", body)
+
+    def tag(self, run: RunDir, add: list[str], drop: list[str]) -> None:
+        """Add and remove a run's tags (meta.json, under its lock)."""
+        def body() -> None:
+            tags = self.control.tag(run, add, drop)
+            self._report(f"{run.id} tags: {' '.join(tags) or '(none)'}")
+        self._in_thread("tag_run", body)
+
+    def note(self, run: RunDir, text: str) -> None:
+        """Set (empty text: remove) a run's note."""
+        def body() -> None:
+            self.control.note(run, text)
+            self._report(f"{run.id}: note {'set' if text.strip() else 'removed'}")
+        self._in_thread("note_run", body)

@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from console.core.board import COLUMNS, HOST_COLUMN, middle
+from console.core.table_view import TAGS_SEP
 
 #: Fixed widths of every column but "run", which takes the rest of the width.
 WIDTHS = {"status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
@@ -120,5 +121,23 @@ class RunsTable(DataTable[Text]):
         if key in ("loss", "acc", "rate", "elapsed", "epoch"):
             return Text(value, justify="right")
         if key == "run":
-            return Text(middle(value, self.columns[ColumnKey("run")].width), no_wrap=True)
+            return tagged(value, self.columns[ColumnKey("run")].width)
         return Text(value, no_wrap=True)
+
+
+def tagged(value: str, width: int) -> Text:
+    """A run cell: its label, then its tags dimmed (`label<TAGS_SEP>#a #b`); the label keeps at least
+    two thirds of a narrow column, the tags are cut at their end."""
+    label, _, tags = value.partition(TAGS_SEP)
+    if not tags:
+        return Text(middle(label, width), no_wrap=True)
+    room = max(0, width - len(label) - 1)
+    if room < min(len(tags), width // 3):  # too narrow for both: the tags get a third, the name the rest
+        room = min(len(tags), width // 3)
+        label = middle(label, width - room - 1)
+    if len(tags) > room:
+        tags = tags[: max(0, room - 1)] + "…" if room else ""
+    text = Text(label, no_wrap=True)
+    if tags:
+        text.append(" " + tags, style="dim italic")
+    return text

@@ -208,3 +208,18 @@ def test_stop_and_kill_take_several_ids(home: Path, real_run: Path) -> None:
     assert [ls()[r]["status"] for r in live] == ["killed", "killed"]
     out = cli("stop", done, live[0], "--grace", "1")
     assert out.returncode == 0 and out.stdout.count("(was not running)") == 2
+
+
+def test_stop_and_kill_take_a_filter(home: Path) -> None:
+    live = [cli("run", DEMO, "--set", "train.epochs=200").stdout.strip() for _ in range(2)]
+    wait_for(lambda: all(ls()[r]["status"] == "running" for r in live), what="both runs running")
+    assert cli("tag", live[0], "+doomed").returncode == 0
+    out = cli("kill", "--filter", "tag:doomed status:running")
+    assert out.returncode == 0 and out.stdout.strip() == f"{live[0]} killed", (out.stdout, out.stderr)
+    assert [ls()[r]["status"] for r in live] == ["killed", "running"]
+    one_line_error(cli("stop", "--filter", "colour:red"), "colour")
+    out = cli("kill", "--filter", "tag:nothing-has-this")
+    assert out.returncode == 0 and not out.stdout and "no run matches" in out.stderr, out.stderr
+    out = cli("stop", live[1], "--filter", "status:running", "--grace", "5")
+    assert out.returncode == 0 and out.stdout.startswith(f"{live[1]} "), (out.stdout, out.stderr)
+    assert ls()[live[1]]["status"] in ("stopped", "killed")

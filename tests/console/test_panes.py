@@ -79,16 +79,19 @@ async def test_enter_on_a_run_shows_its_plot_and_log(fixture_home: Path) -> None
 
 #: What a user must find under `?` (key as shown, a word of its description), written out here rather than
 #: read from the bindings, so that a key dropped from the help screen fails this test.
-HELP_KEYS = [("l f5", "Launch"), ("s", "Stop"), ("k", "Kill"), ("r", "Resume"), ("space", "Overlay"),
+HELP_KEYS = [("l f5", "Launch"), ("s", "Stop"), ("k", "Kill"), ("r", "Resume"), ("space", "Mark"),
              ("x", "Stop the selected trial"), ("t", "Train the selected"), ("c", "Compare the overlaid"),
              ("h", "weight histograms"), ("[ ]", "the next layer"),
              ("?", "Help"), ("q", "Quit"), ("b", "Sort"), ("n 5", "Setup"), ("1", "Runs"), ("2", "Plot"),
              ("3", "Devices"), ("4", "Log"), ("o", "Load"), ("w", "Save"), ("escape", "Back"),
              ("↑ ↓ pgup pgdn", "Move"), ("enter", "launch"), ("2", "trials"),
              ("ctrl+t", "Script / config"), ("a", "All keys"), ("e", "setup form with the run's config"),
-             ("escape c", "Back")]
+             ("escape c", "Back"), ("/", "match a filter"), (">", "next column"), ("<", "Reverse"),
+             ("#", "tags"), ("a", "note"), ("s", "marked"), ("k", "marked"), ("r", "marked"),
+             ("delete", "marked")]
 HELP_CONTEXTS = ["dashboard", "setup form (5 or n)", "compare (c, with two runs overlaid)", "anywhere"]
-FOOTER_KEYS = ["l Launch", "s Stop", "k Kill", "r Resume", "space Overlay", "h Weights", "? Help", "q Quit"]
+FOOTER_KEYS = ["l Launch", "s Stop", "k Kill", "r Resume", "space Mark", "h Weights", "/ Filter", "? Help",
+               "q Quit"]
 
 
 def plain(renderable: object, width: int = 100) -> str:
@@ -193,7 +196,7 @@ async def test_h_shows_a_layers_histogram_per_epoch_and_brackets_change_the_laye
         text = plain(view.render(), 80)
         assert "ep   1" in text and "ep  10" in text and "█" in text
         footer = " ".join(plain(key.render()).strip() for key in app.main.query(FooterKey))
-        assert "[ ] Layer" in footer and "q Quit" in footer and "space Overlay" not in footer
+        assert "[ ] Layer" in footer and "q Quit" in footer and "space Mark" not in footer
         await pilot.press("right_square_bracket")
         app.main.frames.draw_plot()
         assert view.border_title == "weights: fc.bias (2/2)" and view.history[-1].high == pytest.approx(0.1)

@@ -15,9 +15,12 @@ from processes import wait_for
 EXE = str(Path(sys.executable).parent / "trainconsole")
 
 
-def run_with_notify(home: Path, command: str, timeout: str = "10") -> tuple[Path, Any]:
+def run_with_notify(home: Path, command: str, timeout: str = "10",
+                    config_command: str = "") -> tuple[Path, Any]:
+    """A one-epoch digits run with TRAINCONSOLE_NOTIFY (and `[notify] command`, if given) set."""
     env = {**os.environ, "TRAINCONSOLE_NOTIFY": command, "TRAINCONSOLE_NOTIFY_TIMEOUT": timeout}
-    out = subprocess.run([EXE, "run", "examples/digits.toml", "--set", "train.epochs=1", "--wait"],
+    own = ["--set", f"notify.command={config_command}"] if config_command else []
+    out = subprocess.run([EXE, "run", "examples/digits.toml", "--set", "train.epochs=1", *own, "--wait"],
                          capture_output=True, text=True, env=env, timeout=180)
     return home / "runs" / out.stdout.split()[0], out
 
@@ -49,3 +52,25 @@ def test_a_command_that_hangs_is_killed_and_the_run_is_unchanged(home: Path) -> 
     listed = json.loads(subprocess.run([EXE, "ls", "--json"], capture_output=True, text=True).stdout)
     assert [r["status"] for r in listed] == ["finished"]
     assert json.loads((run / "run.json").read_text()) == info
+
+
+def test_the_configs_command_beats_the_variable_and_its_failure_changes_nothing(home: Path,
+                                                                              tmp_path: Path) -> None:
+    heard, other = tmp_path / "heard.json", tmp_path / "variable.json"
+    run, out = run_with_notify(home, f"cat > {other}", config_command=f"cat > {heard}; exit 3")
+    assert out.returncode == 0, out.stderr
+    wait_for(lambda: "exited 3" in (run / "stderr.log").read_text(), what="the notice's failure logged")
+    event = json.loads(heard.read_text())
+    assert event["type"] == "finished" and event == final(run) and not other.exists()
+    assert json.loads((run / "run.json").read_text())["exit_code"] == 0
+
+
+def test_a_configs_command_that_hangs_is_killed_and_the_run_is_unchanged(home: Path) -> None:
+    run, out = run_with_notify(home, "", timeout="4", config_command="sleep 1234.6")
+    assert out.returncode == 0, out.stderr
+    info = json.loads((run / "run.json").read_text())
+    assert final(run)["type"] == "finished" and info["ended_at"] - final(run)["t"] < 2
+    wait_for(lambda: "was killed" in (run / "stderr.log").read_text(), timeout=30, what="the notice killed")
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "1234.6"]]
+    listed = json.loads(subprocess.run([EXE, "ls", "--json"], capture_output=True, text=True).stdout)
+    assert [r["status"] for r in listed] == ["finished"]

@@ -274,6 +274,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "csv_logs": Field(str, "", help="a folder the script's Lightning CSVLogger writes metrics.csv under"),
         "mlruns": Field(str, "", help="an MLflow file store the script logs to (besides ./mlruns)"),
     },
+    "notify": {
+        "command": Field(str, "", help="a shell command that gets the run's final event as JSON on stdin "
+                         "(beats TRAINCONSOLE_NOTIFY when both are set)"),
+    },
 }
 
 Config = dict[str, dict[str, Any]]

@@ -1,0 +1,53 @@
+"""The runs table's view of the board's rows: the filter's runs only, any column's order, tags after names."""
+
+from __future__ import annotations
+
+from console.core.board import row
+from console.core.run_state import RunState
+from console.core.table_view import TAGS_SEP, TableView
+from console.widgets.runs_table import tagged
+
+
+def runs() -> dict[str, RunState]:
+    out = {}
+    for i, (loss, acc) in enumerate(((0.5, 0.9), (0.2, None), (0.9, 0.7))):
+        run = RunState(f"2024-run-{i}")
+        run.name, run.loss, run.val_acc, run.started_at = f"n{i}", loss, acc, 100.0 + i
+        out[run.id] = run
+    return out
+
+
+def rows(states: dict[str, RunState]) -> list[tuple[str, tuple[str, ...]]]:
+    return [(r.id, row(r, 200.0)) for r in states.values()]
+
+
+def test_filter_sort_and_reverse() -> None:
+    states, view = runs(), TableView()
+    assert [i for i, _ in view.arrange(rows(states), states, 200.0)] == list(states)
+    view.sort_by("loss")
+    assert [i[-1] for i, _ in view.arrange(rows(states), states, 200.0)] == ["1", "0", "2"]  # smallest first
+    view.sort_by("loss")
+    assert [i[-1] for i, _ in view.arrange(rows(states), states, 200.0)] == ["2", "0", "1"]
+    view.sort_by("acc")  # largest first, a run without one last whichever way
+    assert [i[-1] for i, _ in view.arrange(rows(states), states, 200.0)] == ["0", "2", "1"]
+    view.reverse = True
+    assert [i[-1] for i, _ in view.arrange(rows(states), states, 200.0)] == ["2", "0", "1"]
+    view.shown = {"2024-run-0", "2024-run-1"}
+    assert [i[-1] for i, _ in view.arrange(rows(states), states, 200.0)] == ["0", "1"]
+
+
+def test_next_sort_cycles_every_column_then_the_ranking() -> None:
+    view, seen = TableView(), []
+    while (key := view.next_sort()) is not None:
+        seen.append(key)
+    assert seen == ["run", "status", "strategy", "epoch", "loss", "acc", "rate", "elapsed", "host"]
+
+
+def test_tags_follow_the_name_and_keep_it_readable_when_narrow() -> None:
+    states, view = runs(), TableView(tags={"2024-run-0": ["baseline", "lr-sweep"]})
+    cells = dict(view.arrange(rows(states), states, 200.0))
+    assert cells["2024-run-0"][0] == f"n0·0{TAGS_SEP}#baseline #lr-sweep"
+    assert TAGS_SEP not in cells["2024-run-1"][0]
+    assert tagged(cells["2024-run-0"][0], 40).plain == "n0·0 #baseline #lr-sweep"
+    narrow = tagged("small-cnn-digits·a1b2" + TAGS_SEP + "#baseline", 15).plain
+    assert len(narrow) <= 15 and narrow.startswith("smal") and "a1b2" in narrow and "#ba" in narrow
