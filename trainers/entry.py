@@ -40,6 +40,7 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
         return EXIT_USAGE
     watchdog = Watchdog.start(run)  # the heartbeat and the requests of other hosts, beside the body
     events = EventWriter(run.events, run.read_info().get("id") or run.id, reserve_bytes=reserve_bytes)
+    events.on_emit = notify.Troubles(run)  # a trouble met on the way goes to the notify command too
     code = body(run, events, args.resume)
     events.close()
     try:

@@ -1,7 +1,10 @@
-"""A notice when a run ends: the shell command in the run's config (`[notify] command`), else the one in
-`TRAINCONSOLE_NOTIFY` (which a run inherits from the console or CLI that launched it), gets the run's final
-event as one JSON object on stdin. The config's wins: it is this run's own, the variable every run's.
-Stdlib only.
+"""A notice when a run ends or warns: the shell command in the run's config (`[notify] command`), else the
+one in `TRAINCONSOLE_NOTIFY` (which a run inherits from the console or CLI that launched it), gets the run's
+final event, and each trouble it meets on the way (out of memory recovered, a memory leak, a diverging
+loss, a full disk: the console's toasts), as one JSON object on stdin. The config's wins: it is this
+run's own, the variable every run's. Stdlib only.
+
+A trouble's command runs in a daemon thread of its own, so the training never waits for it.
 
 The command runs after the run has recorded its end (the final event, `ended_at`, the exit code), so it
 can change neither the run's status nor its timing; its output goes to the run's own stdout/stderr logs;
@@ -16,11 +19,15 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+from typing import Any
 
 from .protocol import FINAL, ConfigError, RunDir, config, tail
 
 ENV, TIMEOUT_ENV = "TRAINCONSOLE_NOTIFY", "TRAINCONSOLE_NOTIFY_TIMEOUT"
 DEFAULT_TIMEOUT_S = 10.0
+#: The warnings a notify command hears of (as the console's toasts), besides `oom_recovered` events.
+TROUBLES = frozenset({"memory_leak", "diverging", "disk_full"})
 
 
 def final_event(run: RunDir) -> dict[str, object] | None:
@@ -44,6 +51,23 @@ def after_run(run: RunDir) -> None:
     event = final_event(run) if command else None
     if not command or event is None:
         return
+    _tell(command, event)
+
+
+class Troubles:
+    """The event log's listener (`EventWriter.on_emit`): a trouble's event goes to the run's notify
+    command, in a daemon thread, so that a command that is slow or hangs never holds the training."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.command = command_of(run)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind, code = event.get("type"), event.get("code")
+        if self.command and (kind == "oom_recovered" or (kind == "warning" and code in TROUBLES)):
+            threading.Thread(target=_tell, args=(self.command, event), name="notify", daemon=True).start()
+
+
+def _tell(command: str, event: dict[str, Any]) -> None:
     try:
         timeout = float(os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
     except ValueError:

@@ -74,3 +74,28 @@ def test_a_configs_command_that_hangs_is_killed_and_the_run_is_unchanged(home: P
     assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "1234.6"]]
     listed = json.loads(subprocess.run([EXE, "ls", "--json"], capture_output=True, text=True).stdout)
     assert [r["status"] for r in listed] == ["finished"]
+
+
+def test_a_trouble_on_the_way_is_told_too_and_a_hanging_command_never_holds_the_run(home: Path,
+                                                                                    tmp_path: Path) -> None:
+    """examples/digits_memory_cap.toml runs out of memory at its first step and recovers: the command hears
+    of it while the run trains on, then of its end; a command that hangs holds neither."""
+    heard = tmp_path / "heard.jsonl"
+    command = f"cat >> {heard}; sleep 1234.7"  # it hangs after each notice, until its timeout
+    env = {**os.environ, "TRAINCONSOLE_NOTIFY": command, "TRAINCONSOLE_NOTIFY_TIMEOUT": "6"}
+    out = subprocess.run([EXE, "run", "examples/digits_memory_cap.toml", "--set", "train.epochs=1", "--wait"],
+                         capture_output=True, text=True, env=env, timeout=240)
+    assert out.returncode == 0, out.stderr
+    run = home / "runs" / out.stdout.split()[0]
+    logged = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    wait_for(lambda: heard.exists() and len(heard.read_text().splitlines()) == 2, timeout=30,
+             what="both notices")
+    told = [json.loads(line) for line in heard.read_text().splitlines()]
+    recovered = next(e for e in logged if e["type"] == "oom_recovered")
+    assert told == [recovered, logged[-1]] and logged[-1]["type"] == "finished"
+    steps = [e for e in logged if e["type"] == "step"]
+    assert steps[-1]["t"] - recovered["t"] > 0 and len(steps) > 1  # it trained on
+    assert logged[-1]["t"] - recovered["t"] < 6 or steps[1]["t"] - recovered["t"] < 6  # not held for 6 s
+    wait_for(lambda: not [p for p in psutil.process_iter(["cmdline"])
+                          if p.info["cmdline"] and "sleep 1234.7" in " ".join(p.info["cmdline"])],
+             timeout=30, what="the hanging notices killed")

@@ -12,6 +12,7 @@ import errno
 import json
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -70,6 +71,7 @@ class EventWriter:
         self.full_since: float | None = None
         self._reserve_bytes = reserve_bytes
         self._reserve = os.path.join(os.path.dirname(self.path), RESERVE)
+        self.on_emit: Callable[[Event], object] | None = None  # told of each event (the notify command)
         if reserve_bytes:
             self._make_reserve()
 
@@ -78,6 +80,8 @@ class EventWriter:
         event = make_event(self.run_id, kind, **fields)
         self._pending.append((json.dumps(event, separators=(",", ":"), default=str) + "\n").encode())
         self.retry()
+        if self.on_emit is not None:
+            self.on_emit(event)
         return event
 
     def retry(self) -> bool:
