@@ -6,9 +6,12 @@ At most one `RunsRead` is in the app's queue at a time: what the thread reads me
 next one (coalescing), and while the app is behind by MAX_PENDING events the thread stops reading
 (back-pressure), so a slow screen costs latency, never unbounded memory.
 
-A new run's log is read from its end first (the row is right at once), then its history from the start
-in slices, in a state of its own that replaces the tail's when it catches up. Hundreds of idle runs cost
-one `stat` each per poll.
+An ended run whose run index summary is still good (`trainers.protocol.index`: its fingerprint
+matches) gets its row from that summary at start, its log unread; its log is read once the app wants it
+(`want`: selected, marked, compared) or its files change. Any other new run's log is read from its end
+first (the row is right at once), then its history from the start in slices, in a state of its own that
+replaces the tail's when it catches up. Hundreds of idle runs cost one `stat` each per poll; a
+summarized one, two per scan.
 """
 
 from __future__ import annotations
@@ -17,11 +20,13 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from textual.message import Message
 
 from console.core.run_update import RunUpdate, count_events, merge
-from trainers.protocol import RunDir, hosts
+from trainers.protocol import RunDir, hosts, index
+from trainers.protocol.index_file import Summary
 
 from .tracked_run import CHUNK, TrackedRun
 
@@ -57,6 +62,9 @@ class Tailer:
         self._in_flight, self._announced = threading.Event(), False
         self._wake, self._stop = threading.Event(), threading.Event()
         self._next_scan = 0.0
+        self._index: dict[str, Summary] | None = None  # the run index, read at the first scan only
+        self._wanted: set[str] = set()  # summarized runs whose logs the app wants read (`want`)
+        self._wanted_lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="trainconsole-tailer", daemon=True)
 
     def start(self) -> None:
@@ -73,6 +81,13 @@ class Tailer:
     def poke(self) -> None:
         """Look for new runs and read their state now (after a launch, stop or kill)."""
         self._next_scan = 0.0
+        self._wake.set()
+
+    def want(self, run_ids: list[str]) -> None:
+        """Read these runs' logs (their histories: a plot, compare) though their rows came from the index
+        (called on the app's thread)."""
+        with self._wanted_lock:
+            self._wanted.update(run_ids)
         self._wake.set()
 
     def taken(self) -> None:
@@ -100,6 +115,7 @@ class Tailer:
         """One pass: scan for runs and re-read run.json (every `scan_every` s), read what grew, first tails
         and a slice of history, and post what changed. Returns (changed, still behind)."""
         news: list[RunUpdate | None] = []
+        self._take_wanted()
         full = time.monotonic() >= self._next_scan
         if full:
             self._next_scan = time.monotonic() + self.scan_every
@@ -134,25 +150,43 @@ class Tailer:
         gone = [rid for rid in self.tracked if rid not in seen]
         for rid in gone:
             del self.tracked[rid]
+        news: list[RunUpdate | None] = [RunUpdate(rid, gone=True) for rid in gone]
+        first, self._index = self._index is None, self._index if self._index is not None else index.load(
+            Path(self.root))
         for entry in reversed(entries):  # newest first: what the table shows first fills in first
             if entry.name not in self.tracked:
-                self._track(RunDir(entry.path))
-        return [RunUpdate(rid, gone=True) for rid in gone]
+                news.append(self._track(RunDir(entry.path), self._index.get(entry.name) if first else None))
+        if first:
+            self._index = {}  # later runs are new: their logs are read
+        return [u for u in news if u is not None]
 
-    def _track(self, run: RunDir) -> None:
+    def _track(self, run: RunDir, summary: Summary | None = None) -> RunUpdate | None:
+        """Follow a run; one with a good summary gets its row from it (that update), its log unread."""
         try:
-            os.stat(run.info_path)
+            mtime = os.stat(run.info_path).st_mtime
         except FileNotFoundError:
-            return  # being created: run.json comes next
+            return None  # being created: run.json comes next
         except OSError:
-            pass  # tracked all the same: reading it reports the problem
-        self.tracked[run.id] = TrackedRun(run)
+            mtime = -1.0  # tracked all the same: reading it reports the problem
+        t = self.tracked[run.id] = TrackedRun(run)
+        if summary is not None and summary.key == index.fingerprint(os.fspath(run.path)):
+            return t.from_summary(summary, mtime)
+        return None
+
+    def _take_wanted(self) -> None:
+        with self._wanted_lock:
+            wanted, self._wanted = self._wanted, set()
+        for run_id in wanted:
+            t = self.tracked.get(run_id)
+            if t is not None and t.summarized:
+                t.unsummarize()
+                self._refresh_info(t)
 
     def _read_live(self, news: list[RunUpdate | None]) -> bool:
         """New lines of every run already seen. Returns whether any has more waiting."""
         behind = False
         for t in list(self.tracked.values()):
-            if t.seen:
+            if t.seen and not t.summarized:
                 update, more = t.read_new()
                 news.append(update)
                 behind = behind or more
@@ -182,6 +216,9 @@ class Tailer:
 
     def _refresh(self, t: TrackedRun) -> RunUpdate | None:
         """Re-read a changed run.json, and check whether an unfinished run's process still lives."""
+        if t.summarized:
+            self._check_summarized(t)
+            return None
         info_changed = self._refresh_info(t)
         if not (info_changed or t.alive is not False or hosts.remote(t.info or {})):
             return None  # a vanished process does not come back unless run.json changes (a resume);
@@ -205,3 +242,13 @@ class Tailer:
         t.info_mtime, t.info = mtime, t.run.read_info()
         t.epochs = t.run.epochs(t.info) if t.info else None  # a script's own come in its events
         return True
+
+    def _check_summarized(self, t: TrackedRun) -> None:
+        """A summarized run whose run.json or log changed since (a resume, an append) is read afresh."""
+        try:
+            info_mtime, size = os.stat(t.run.info_path).st_mtime, os.stat(t.run.events).st_size
+        except OSError:
+            info_mtime, size = -1.0, -1
+        if info_mtime != t.info_mtime or size != t.summarized_size:
+            t.unsummarize()
+            self._refresh_info(t)

@@ -12,9 +12,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from console.core.run_state import Event, Note, RunState
+from console.core.run_state import Event, Note, RunState, summarized
 from console.core.run_update import RunUpdate
 from trainers.protocol import RunDir
+from trainers.protocol.index_file import Summary
 
 from .jsonl import parse
 
@@ -49,11 +50,31 @@ class TrackedRun:
         self.problem = ""
         self.bad_lines = 0
         self.backfill: Backfill | None = None
+        self.summarized = False  # its row came from the run index; its log is read once it is wanted
+        self.summarized_size = -1  # its log's size when summarized: a change makes it read
 
     @property
     def seen(self) -> bool:
-        """Its tail has been read (the app has a row for it)."""
-        return self.offset >= 0
+        """Its tail has been read, or its summary taken (the app has a row for it)."""
+        return self.offset >= 0 or self.summarized
+
+    def from_summary(self, summary: Summary, info_mtime: float) -> RunUpdate | None:
+        """Take the row of an ended run from its index summary, its log unread (None: the summary cannot
+        give the row its log would, so the log is read as any other)."""
+        try:
+            state = summarized(self.run.id, summary.row, summary.facts)
+        except (ValueError, TypeError, AttributeError):  # a summary of another shape: read the log
+            return None
+        if state is None:
+            return None
+        self.summarized, self.summarized_size = True, int(summary.key.split(",")[0])
+        self.info_mtime, self.alive = info_mtime, False
+        return self.update(state=state)
+
+    def unsummarize(self) -> None:
+        """Read this run's log from now on (it is wanted, or its files changed): its run.json first."""
+        self.summarized, self.offset, self.info_mtime = False, -1, -1.0
+        self.alive = None
 
     def update(self, **news: Any) -> RunUpdate:
         """An update carrying the run's current facts and `news` (state, events, notes)."""
