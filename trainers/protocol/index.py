@@ -15,6 +15,7 @@ run's row is derived afresh each time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -27,7 +28,7 @@ from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, read_all, tail
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
 from .rates import mean_rate
-from .rundir import RunDir
+from .rundir import RunDir, epochs_in
 from .status import last_final
 
 #: Seconds after its last change before a run's summary is kept (see `settled`).
@@ -62,9 +63,11 @@ def settled(key: str) -> bool:
     return bool(key) and max(int(n) for n in key.split(",")[1:]) < time.time_ns() - SETTLE_S * 1e9
 
 
-def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str) -> dict[str, Any]:
+def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
+        config: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run as one `ls` row: id, name, kind, strategy, pid, host, started_at, ended_at, status, last
-    (the latest metrics), cause (a failure's), tags, note and size (bytes on disk)."""
+    (the latest metrics), cause (a failure's), tags, note and size (bytes on disk). `config`: the run's,
+    if already read."""
     last: dict[str, Any] = {}
     for event in events:
         if event.get("type") in (STEP, EVAL, FINISHED):
@@ -74,7 +77,7 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str) -> 
         last["samples_per_s"] = rate
     if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
         last.update(search_result(run.events))
-    total = run.epochs(info)  # a training run's total, as the console's row (a script's: its events')
+    total = run.epochs(info) if config is None else epochs_in(info, config)  # a training run's total, as the console's row (a script's: its events')
     if total:
         last["epochs"] = total
     out = {k: info.get(k) for k in ROW_FIELDS}
@@ -121,8 +124,9 @@ def summarize(run: RunDir, status_of: StatusOf) -> Summary:
     info, events = run.read_info(), tail(run.events)
     best, facts = scan(run.events)
     facts.update(t_last=_t(events[-1]) if events else facts.get("t_last"), final_t=last_final(events)[1])
-    return Summary.of(run.id, key, row(run, info, events, status_of(run, events, info)), best,
-                      flat_config(run.config), facts)
+    config = read_config(run.config)  # once: TOML is most of a summary's cost
+    return Summary.of(run.id, key, row(run, info, events, status_of(run, events, info), config), best,
+                      flatten(config), facts)
 
 
 def best_metrics(path: Path) -> dict[str, Any]:
@@ -206,10 +210,26 @@ def _better(best: dict[str, Any], event: Event, name: str, pick: Callable[..., f
 
 def flat_config(path: Path) -> dict[str, Any]:
     """The run's config as dotted keys (`train.lr`), scalars and lists only ({} if unreadable)."""
+    return flatten(read_config(path))
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The run's config ({} if unreadable). Not to be changed: runs of one config file share it."""
     try:
-        config = tomllib.loads(path.read_text())
+        return _parsed(path.read_text())
     except (OSError, ValueError):
         return {}
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> dict[str, Any]:
+    """TOML parsed once per distinct text (the runs of one config file, in a listing that summarizes
+    many, are parsed once)."""
+    return tomllib.loads(text)
+
+
+def flatten(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as dotted keys (`train.lr`), scalars and lists only."""
     flat: dict[str, Any] = {}
     for section, table in config.items():
         if not isinstance(table, dict):
