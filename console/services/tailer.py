@@ -162,15 +162,19 @@ class Tailer:
 
     def _track(self, run: RunDir, summary: Summary | None = None) -> RunUpdate | None:
         """Follow a run; one with a good summary gets its row from it (that update), its log unread."""
+        if summary is not None and summary.key == index.fingerprint(os.fspath(run.path)):
+            t = self.tracked[run.id] = TrackedRun(run)
+            update = t.from_summary(summary)
+            if update is not None:
+                return update
         try:
-            mtime = os.stat(run.info_path).st_mtime
+            os.stat(run.info_path)
         except FileNotFoundError:
+            self.tracked.pop(run.id, None)
             return None  # being created: run.json comes next
         except OSError:
-            mtime = -1.0  # tracked all the same: reading it reports the problem
-        t = self.tracked[run.id] = TrackedRun(run)
-        if summary is not None and summary.key == index.fingerprint(os.fspath(run.path)):
-            return t.from_summary(summary, mtime)
+            pass  # tracked all the same: reading it reports the problem
+        self.tracked[run.id] = TrackedRun(run)
         return None
 
     def _take_wanted(self) -> None:
@@ -244,11 +248,14 @@ class Tailer:
         return True
 
     def _check_summarized(self, t: TrackedRun) -> None:
-        """A summarized run whose run.json or log changed since (a resume, an append) is read afresh."""
+        """A summarized run whose files changed since (a resume rewrites run.json, which touches its
+        folder; an append grows its log) is read afresh."""
+        if time.monotonic() - t.summarized_at < self.scan_every:
+            return  # just taken from the index, its files just stat'ed
         try:
-            info_mtime, size = os.stat(t.run.info_path).st_mtime, os.stat(t.run.events).st_size
+            folder, size = os.stat(t.run.path).st_mtime_ns, os.stat(t.run.events).st_size
         except OSError:
-            info_mtime, size = -1.0, -1
-        if info_mtime != t.info_mtime or size != t.summarized_size:
+            folder, size = -1, -1
+        if (folder, size) != t.summarized_files:
             t.unsummarize()
             self._refresh_info(t)

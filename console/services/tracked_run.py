@@ -51,14 +51,16 @@ class TrackedRun:
         self.bad_lines = 0
         self.backfill: Backfill | None = None
         self.summarized = False  # its row came from the run index; its log is read once it is wanted
-        self.summarized_size = -1  # its log's size when summarized: a change makes it read
+        self.summarized_files = (-1, -1)  # its folder's mtime and log's size when summarized: a change
+        # makes it read
+        self.summarized_at = 0.0
 
     @property
     def seen(self) -> bool:
         """Its tail has been read, or its summary taken (the app has a row for it)."""
         return self.offset >= 0 or self.summarized
 
-    def from_summary(self, summary: Summary, info_mtime: float) -> RunUpdate | None:
+    def from_summary(self, summary: Summary) -> RunUpdate | None:
         """Take the row of an ended run from its index summary, its log unread (None: the summary cannot
         give the row its log would, so the log is read as any other)."""
         try:
@@ -67,8 +69,9 @@ class TrackedRun:
             return None
         if state is None:
             return None
-        self.summarized, self.summarized_size = True, int(summary.key.split(",")[0])
-        self.info_mtime, self.alive = info_mtime, False
+        size, _, folder, _ = summary.key.split(",")  # (`index.fingerprint`)
+        self.summarized, self.summarized_files, self.alive = True, (int(folder), int(size)), False
+        self.summarized_at = time.monotonic()
         return self.update(state=state)
 
     def unsummarize(self) -> None:
