@@ -37,6 +37,8 @@ MAX_PENDING = 200_000
 LAUNCH_GRACE_S = 10.0
 #: After new runs' rows go out, their histories wait this long: the rows are drawn before they compete.
 HOLD_S = 0.3
+#: Rows from the run index in the first message (the newest: a screenful and more); the rest follow at once.
+FIRST_ROWS = 200
 
 
 class RunsRead(Message):
@@ -63,6 +65,8 @@ class Tailer:
         self._wake, self._stop = threading.Event(), threading.Event()
         self._next_scan = 0.0
         self._index: dict[str, Summary] | None = None  # the run index, read at the first scan only
+        self._from_index: dict[str, tuple[str, Summary]] = {}  # runs to take from it (path, summary)
+        self._first_rows = True
         self._wanted: set[str] = set()  # summarized runs whose logs the app wants read (`want`)
         self._wanted_lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="trainconsole-tailer", daemon=True)
@@ -121,10 +125,12 @@ class Tailer:
             self._next_scan = time.monotonic() + self.scan_every
             news += self._scan()
             news += [self._refresh(t) for t in list(self.tracked.values())]
-        behind = self._read_live(news)
+        behind = self._take_summaries(news)
+        behind = self._read_live(news) or behind
         behind = self._read_history(news, BUDGET) or behind
         changed = [u for u in news if u is not None]
-        pending = any(not t.seen or t.backfill is not None for t in self.tracked.values())
+        pending = bool(self._from_index) or any(
+            not t.seen or t.backfill is not None for t in self.tracked.values())
         self._send(changed, loaded=not (behind or pending))
         return bool(changed), behind
 
@@ -150,15 +156,29 @@ class Tailer:
         gone = [rid for rid in self.tracked if rid not in seen]
         for rid in gone:
             del self.tracked[rid]
+        for rid in [rid for rid in self._from_index if rid not in seen]:
+            del self._from_index[rid]
         news: list[RunUpdate | None] = [RunUpdate(rid, gone=True) for rid in gone]
-        first, self._index = self._index is None, self._index if self._index is not None else index.load(
-            Path(self.root))
+        summaries = index.load(Path(self.root)) if self._index is None else self._index
+        self._index = {}  # read once: runs that come later are new, their logs are read
         for entry in reversed(entries):  # newest first: what the table shows first fills in first
-            if entry.name not in self.tracked:
-                news.append(self._track(RunDir(entry.path), self._index.get(entry.name) if first else None))
-        if first:
-            self._index = {}  # later runs are new: their logs are read
+            if entry.name in summaries:
+                self._from_index[entry.name] = (entry.path, summaries[entry.name])
+            elif entry.name not in self.tracked and entry.name not in self._from_index:
+                news.append(self._track(RunDir(entry.path)))
         return [u for u in news if u is not None]
+
+    def _take_summaries(self, news: list[RunUpdate | None]) -> bool:
+        """Rows from the run index: the newest FIRST_ROWS at the first pass, the rest at the next. Returns
+        whether some wait."""
+        if not self._from_index:
+            return False
+        ids = list(self._from_index)[:FIRST_ROWS] if self._first_rows else list(self._from_index)
+        self._first_rows = False
+        for run_id in ids:
+            path, summary = self._from_index.pop(run_id)
+            news.append(self._track(RunDir(path), summary))
+        return bool(self._from_index)
 
     def _track(self, run: RunDir, summary: Summary | None = None) -> RunUpdate | None:
         """Follow a run; one with a good summary gets its row from it (that update), its log unread."""
