@@ -171,14 +171,16 @@ class Tailer:
     def _take_summaries(self, news: list[RunUpdate | None]) -> bool:
         """Rows from the run index: the newest FIRST_ROWS at the first pass, the rest at the next. Returns
         whether some wait."""
-        if not self._from_index:
-            return False
+        if not self._from_index or time.monotonic() < self._hold_until:
+            return False  # (the first rows are being drawn: the rest wait)
         ids = list(self._from_index)[:FIRST_ROWS] if self._first_rows else list(self._from_index)
+        if self._first_rows and len(self._from_index) > FIRST_ROWS:
+            self._hold_until = time.monotonic() + self.hold
         self._first_rows = False
         for run_id in ids:
             path, summary = self._from_index.pop(run_id)
             news.append(self._track(RunDir(path), summary))
-        return bool(self._from_index)
+        return False
 
     def _track(self, run: RunDir, summary: Summary | None = None) -> RunUpdate | None:
         """Follow a run; one with a good summary gets its row from it (that update), its log unread."""
