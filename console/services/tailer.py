@@ -37,6 +37,8 @@ MAX_PENDING = 200_000
 LAUNCH_GRACE_S = 10.0
 #: After new runs' rows go out, their histories wait this long: the rows are drawn before they compete.
 HOLD_S = 0.3
+#: Summarized runs whose files are checked for a change per scan (all of them, in turn).
+CHECKS = 1000
 #: Rows from the run index in the first message (the newest: a screenful and more); the rest follow at once.
 FIRST_ROWS = 200
 
@@ -59,7 +61,9 @@ class Tailer:
         self.poll, self.scan_every, self.hold = poll, scan_every, hold
         self._hold_until = 0.0
         self.loaded = threading.Event()  # set once every run's history has been read and posted
-        self.tracked: dict[str, TrackedRun] = {}
+        self.tracked: dict[str, TrackedRun] = {}  # every run
+        self.following: dict[str, TrackedRun] = {}  # those whose logs are read (not summarized)
+        self._checked = 0  # where the next scan's check of summarized runs starts
         self._pending: dict[str, RunUpdate] = {}
         self._in_flight, self._announced = threading.Event(), False
         self._wake, self._stop = threading.Event(), threading.Event()
@@ -124,13 +128,14 @@ class Tailer:
         if full:
             self._next_scan = time.monotonic() + self.scan_every
             news += self._scan()
-            news += [self._refresh(t) for t in list(self.tracked.values())]
+            news += [self._refresh(t) for t in list(self.following.values())]
+            self._check_summarized()
         behind = self._take_summaries(news)
         behind = self._read_live(news) or behind
         behind = self._read_history(news, BUDGET) or behind
         changed = [u for u in news if u is not None]
         pending = bool(self._from_index) or any(
-            not t.seen or t.backfill is not None for t in self.tracked.values())
+            not t.seen or t.backfill is not None for t in self.following.values())
         self._send(changed, loaded=not (behind or pending))
         return bool(changed), behind
 
@@ -156,6 +161,7 @@ class Tailer:
         gone = [rid for rid in self.tracked if rid not in seen]
         for rid in gone:
             del self.tracked[rid]
+            self.following.pop(rid, None)
         for rid in [rid for rid in self._from_index if rid not in seen]:
             del self._from_index[rid]
         news: list[RunUpdate | None] = [RunUpdate(rid, gone=True) for rid in gone]
@@ -188,7 +194,7 @@ class Tailer:
             t = self.tracked[run.id] = TrackedRun(run)
             update = t.from_summary(summary)
             if update is not None:
-                return update
+                return update  # not followed: its log is left unread
         try:
             os.stat(run.info_path)
         except FileNotFoundError:
@@ -196,7 +202,7 @@ class Tailer:
             return None  # being created: run.json comes next
         except OSError:
             pass  # tracked all the same: reading it reports the problem
-        self.tracked[run.id] = TrackedRun(run)
+        self.tracked[run.id] = self.following[run.id] = TrackedRun(run)
         return None
 
     def _take_wanted(self) -> None:
@@ -205,14 +211,19 @@ class Tailer:
         for run_id in wanted:
             t = self.tracked.get(run_id)
             if t is not None and t.summarized:
-                t.unsummarize()
-                self._refresh_info(t)
+                self._follow(t)
+
+    def _follow(self, t: TrackedRun) -> None:
+        """Read a summarized run's log from now on (wanted, or its files changed)."""
+        t.unsummarize()
+        self._refresh_info(t)
+        self.following[t.run.id] = t
 
     def _read_live(self, news: list[RunUpdate | None]) -> bool:
         """New lines of every run already seen. Returns whether any has more waiting."""
         behind = False
-        for t in list(self.tracked.values()):
-            if t.seen and not t.summarized:
+        for t in list(self.following.values()):
+            if t.seen:
                 update, more = t.read_new()
                 news.append(update)
                 behind = behind or more
@@ -221,7 +232,7 @@ class Tailer:
     def _read_history(self, news: list[RunUpdate | None], budget: int) -> bool:
         """First tails of new runs (newest first), else slices of histories. Returns whether to come back
         at once (more to read and nothing to wait for)."""
-        fresh = [t for t in self.tracked.values() if not t.seen]
+        fresh = [t for t in self.following.values() if not t.seen]
         for t in fresh:
             if budget <= 0:
                 return True
@@ -233,18 +244,15 @@ class Tailer:
             return False
         if time.monotonic() < self._hold_until:
             return False
-        for t in list(self.tracked.values()):
+        for t in list(self.following.values()):
             while t.backfill is not None and budget > 0:
                 update, used = t.backfill_step(budget)
                 news.append(update)
                 budget -= max(used, 1)
-        return any(t.backfill is not None for t in self.tracked.values())
+        return any(t.backfill is not None for t in self.following.values())
 
     def _refresh(self, t: TrackedRun) -> RunUpdate | None:
         """Re-read a changed run.json, and check whether an unfinished run's process still lives."""
-        if t.summarized:
-            self._check_summarized(t)
-            return None
         info_changed = self._refresh_info(t)
         if not (info_changed or t.alive is not False or hosts.remote(t.info or {})):
             return None  # a vanished process does not come back unless run.json changes (a resume);
@@ -269,15 +277,19 @@ class Tailer:
         t.epochs = t.run.epochs(t.info) if t.info else None  # a script's own come in its events
         return True
 
-    def _check_summarized(self, t: TrackedRun) -> None:
-        """A summarized run whose files changed since (a resume rewrites run.json, which touches its
-        folder; an append grows its log) is read afresh."""
-        if time.monotonic() - t.summarized_at < self.scan_every:
-            return  # just taken from the index, its files just stat'ed
-        try:
-            folder, size = os.stat(t.run.path).st_mtime_ns, os.stat(t.run.events).st_size
-        except OSError:
-            folder, size = -1, -1
-        if (folder, size) != t.summarized_files:
-            t.unsummarize()
-            self._refresh_info(t)
+    def _check_summarized(self) -> None:
+        """CHECKS summarized runs a scan, in turn: one whose files changed since (a resume rewrites run.json,
+        which touches its folder; an append grows its log) is read afresh."""
+        ids = [i for i, t in self.tracked.items() if t.summarized]
+        self._checked = self._checked if self._checked < len(ids) else 0
+        for run_id in ids[self._checked:self._checked + CHECKS]:
+            t = self.tracked[run_id]
+            if time.monotonic() - t.summarized_at < self.scan_every:
+                continue  # just taken from the index, its files just stat'ed
+            try:
+                folder, size = os.stat(t.run.path).st_mtime_ns, os.stat(t.run.events).st_size
+            except OSError:
+                folder, size = -1, -1
+            if (folder, size) != t.summarized_files:
+                self._follow(t)
+        self._checked += CHECKS

@@ -65,9 +65,11 @@ async def test_rows_come_from_the_index_unread_and_equal_the_rows_of_the_logs(ma
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.loaded and len(app.board.runs) == RUNS, 60, "every row")
         await until(pilot, lambda: app.main.query_one("#runs").row_count == RUNS, 10, "the table filled")
-        selected = app.main.query_one("#runs").selected_id  # its plot and log pane want its history
-        assert set(unread(app)) == set(app.board.runs) - {selected}  # not one other log read for the rows
-        assert [i for i, r in app.board.runs.items() if not r.summarized] in ([], [selected])
+        # Not one log read for the rows: only the selected run's, for its plot and log pane (and the first
+        # row's, selected while the first rows came)
+        read = set(app.board.runs) - set(unread(app))
+        assert app.main.query_one("#runs").selected_id in read and len(read) <= 2
+        assert {i for i, r in app.board.runs.items() if not r.summarized} <= read
         from_index = {i: row(r, app.clock()) for i, r in app.board.runs.items()}
     bare = tmp_path / "bare"  # the same runs without an index: every log read, as before the index
     shutil.copytree(many, bare, copy_function=os.link)
@@ -85,13 +87,16 @@ async def test_a_run_s_history_is_read_when_it_is_selected_or_marked(many: Path)
         await until(pilot, lambda: app.main.query_one("#runs").row_count == RUNS, 10, "the table filled")
         newest = app.main.query_one("#runs").selected_id
         await until(pilot, lambda: not app.board.runs[newest].summarized, 10, "the selected run's log")
-        run = app.board.runs[newest]
         await until(pilot, lambda: len(app.board.runs[newest].train_loss) > 0, 10, "its history")
-        assert len(app.board.runs[newest].val_accs) == 2 and run.notes  # its plot and its log pane
+        run = app.board.runs[newest]
+        assert len(run.val_accs) == 2 and run.notes  # its plot and its log pane
+        table = app.main.query_one("#runs")
+        at = table.cursor_row
         await pilot.press("down", "space", "down")  # the next run marked (overlaid), the third selected
-        await until(pilot, lambda: sum(not r.summarized for r in app.board.runs.values()) == 3, 10,
+        ids = table._order[at:at + 3]
+        await until(pilot, lambda: not any(app.board.runs[i].summarized for i in ids), 10,
                     "the marked and the selected runs' logs")
-        assert len(unread(app)) == RUNS - 3  # the rest still unread
+        assert len(unread(app)) >= RUNS - 4  # the rest still unread
 
 
 async def test_a_stale_entry_is_read_from_its_log(many: Path, tmp_path: Path) -> None:
@@ -110,8 +115,7 @@ async def test_a_stale_entry_is_read_from_its_log(many: Path, tmp_path: Path) ->
         await until(pilot, lambda: app.loaded and len(app.board.runs) == RUNS, 60, "every row")
         assert not app.board.runs[stale].summarized and stale not in unread(app)
         assert any("written after the index" in n.text for n in app.board.runs[stale].notes)
-        selected = app.main.query_one("#runs").selected_id  # (read too, once the table has it)
-        assert set(unread(app)) >= set(app.board.runs) - {stale, selected}
+        assert len(set(app.board.runs) - set(unread(app)) - {stale}) <= 2  # (the selected run's too)
         other = home / "runs" / runs[8] / "events.jsonl"
         text = other.read_text()
         other.unlink()  # a log of its own, then it grows while the console is open
