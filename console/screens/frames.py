@@ -16,6 +16,7 @@ from console.widgets.leaderboard import Leaderboard
 from console.widgets.runs_table import RunsTable
 
 if TYPE_CHECKING:
+    from console.core.board import Board
     from console.screens.main_screen import MainScreen
 
 FRAME_S = 0.1  # at most 10 frames a second, and none when nothing changed
@@ -48,7 +49,7 @@ class Frames:
         self._plot_next = 0.0
         self.schedule()
 
-    def want_histories(self, board: Any, run_ids: list[str | None]) -> bool:
+    def want_histories(self, board: Board, run_ids: list[str | None]) -> bool:
         """Have the tailer read the logs of these runs whose rows came from the run index (their plots,
         logs, compare); returns whether any still waits for its history."""
         waiting = [i for i in run_ids if i in board.runs and board.runs[i].summarized]

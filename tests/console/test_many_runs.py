@@ -77,7 +77,8 @@ async def test_rows_come_from_the_index_unread_and_equal_the_rows_of_the_logs(ma
     (bare / index_file.DETAILS).unlink()
     from_logs = await cells(bare)
     assert from_index == from_logs
-    assert {c[1] for c in from_logs.values()} == {"finished"} and {c[3] for c in from_logs.values()} == {"2/2"}
+    assert {c[1] for c in from_logs.values()} == {"finished"}
+    assert {c[3] for c in from_logs.values()} == {"2/2"}
 
 
 async def test_a_run_s_history_is_read_when_it_is_selected_or_marked(many: Path) -> None:

@@ -77,7 +77,8 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
         last["samples_per_s"] = rate
     if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
         last.update(search_result(run.events))
-    total = run.epochs(info) if config is None else epochs_in(info, config)  # a training run's total, as the console's row (a script's: its events')
+    # a training run's total, as the console's row (a script's: its events')
+    total = run.epochs(info) if config is None else epochs_in(info, config)
     if total:
         last["epochs"] = total
     out = {k: info.get(k) for k in ROW_FIELDS}
