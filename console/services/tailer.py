@@ -21,14 +21,17 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from console.core.run_update import RunUpdate, count_events, merge
-from trainers.protocol import RunDir, hosts, index
-from trainers.protocol.index_file import Summary
+from trainers.protocol import RunDir, hosts
 
 from .tracked_run import CHUNK, TrackedRun
+
+if TYPE_CHECKING:
+    from trainers.protocol.index_file import Summary
 
 #: Bytes of first tails and background history read per pass, so live runs stay live during a reattach.
 BUDGET = 4 * CHUNK
@@ -165,7 +168,7 @@ class Tailer:
         for rid in [rid for rid in self._from_index if rid not in seen]:
             del self._from_index[rid]
         news: list[RunUpdate | None] = [RunUpdate(rid, gone=True) for rid in gone]
-        summaries = index.load(Path(self.root)) if self._index is None else self._index
+        summaries = _load_index(Path(self.root)) if self._index is None else self._index
         self._index = {}  # read once: runs that come later are new, their logs are read
         for entry in reversed(entries):  # newest first: what the table shows first fills in first
             if entry.name in summaries:
@@ -190,7 +193,7 @@ class Tailer:
 
     def _track(self, run: RunDir, summary: Summary | None = None) -> RunUpdate | None:
         """Follow a run; one with a good summary gets its row from it (that update), its log unread."""
-        if summary is not None and summary.key == index.fingerprint(os.fspath(run.path)):
+        if summary is not None and summary.key == _fingerprint(os.fspath(run.path)):
             t = self.tracked[run.id] = TrackedRun(run)
             update = t.from_summary(summary)
             if update is not None:
@@ -293,3 +296,15 @@ class Tailer:
             if (folder, size) != t.summarized_files:
                 self._follow(t)
         self._checked += CHECKS
+
+
+def _load_index(home: Path) -> dict[str, Summary]:
+    from trainers.protocol import index  # on the reader's thread, after the first frame
+
+    return index.load(home)
+
+
+def _fingerprint(path: str) -> str:
+    from trainers.protocol.index import fingerprint
+
+    return fingerprint(path)

@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from console.core.run_state import Event, Note, RunState, summarized
 from console.core.run_update import RunUpdate
 from trainers.protocol import RunDir
-from trainers.protocol.index_file import Summary
 
 from .jsonl import parse
+
+if TYPE_CHECKING:
+    from trainers.protocol.index_file import Summary
 
 #: The first read of a log: enough of its end for the row (status, epoch, latest metrics)...
 TAIL = 256 << 10
