@@ -47,6 +47,7 @@ def console(result: Path) -> None:
     """The real app, instrumented to time each step event from its `t` to the frame that shows it."""
     from console.app import TrainConsole
     from console.core.board import Board
+    from console.screens.frames import Frames
 
     applied: list[float] = []
     original = Board.apply
@@ -56,17 +57,20 @@ def console(result: Path) -> None:
         return original(self, run_id, events)
 
     Board.apply = apply  # type: ignore[method-assign]
+    draw = Frames.draw_frame
+
+    def draw_frame(self: Frames) -> None:  # the dashboard's frames (they left the app for `Frames`)
+        batch = applied[:]  # Board.apply runs on this (the UI) thread
+        applied.clear()
+        draw(self)
+        Timed.pending += batch
+
+    Frames.draw_frame = draw_frame  # type: ignore[method-assign]
 
     class Timed(TrainConsole):
         CSS_PATH = str(Path(sys.modules[TrainConsole.__module__].__file__ or "").with_name("app.tcss"))
         pending: list[float] = []
         lags: list[float] = []
-
-        def draw_frame(self) -> None:
-            batch = applied[:]  # Board.apply runs on this (the UI) thread
-            applied.clear()
-            super().draw_frame()
-            self.pending += batch
 
         def _display(self, screen, renderable) -> None:  # type: ignore[no-untyped-def]
             super()._display(screen, renderable)

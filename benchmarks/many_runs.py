@@ -8,7 +8,8 @@ size by copying the real run (hard links for its files, so 100,000 runs fit on d
 `ls --json` (it builds the run index for the new runs), then the medians of `--repeat` more (the index
 read back; wall and CPU seconds), each alternating with a home of 10 runs so that the ratio is taken
 under one load, and the peak RSS; with `--console`, the seconds from exec to the newest run's row on a
-120x40 pseudo-terminal (the home of N and the home of 10).
+120x40 pseudo-terminal (the home of N and the home of 10, alternately, medians) and the console's RSS
+once every row is in.
 
     .venv/bin/python benchmarks/many_runs.py --sizes 10,1000,10000 --repeat 5 --console
 """
@@ -25,9 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
 from console_common import EXE, REPO, Console, machine
 
 NEWEST = "newest"
+LINKS = 50_000
 
 
 def real_run(home: Path, epochs: int) -> Path:
@@ -106,16 +109,19 @@ class WatchedConsole(Console):
             self.seen = (self.seen + chunk)[-(1 << 20):]
 
 
-def newest_row(home: Path) -> float:
-    """Seconds from exec to the newest run's row on the console's terminal."""
+def newest_row(home: Path, settle: float = 0.0) -> tuple[float, float]:
+    """Seconds from exec to the newest run's row on the console's terminal, and the console's RSS (MiB)
+    `settle` seconds later (every row taken in by then)."""
     console = WatchedConsole(home)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while NEWEST.encode() not in getattr(console, "seen", b""):
             if time.monotonic() > deadline or console.proc.poll() is not None:
-                return float("nan")
+                return float("nan"), float("nan")
             time.sleep(0.005)
-        return time.perf_counter() - console.started
+        seconds = time.perf_counter() - console.started
+        time.sleep(settle)
+        return seconds, psutil.Process(console.proc.pid).memory_info().rss / 2**20
     finally:
         console.quit()
 
@@ -142,9 +148,17 @@ def measure(home: Path, size: int, base: Path, args: argparse.Namespace) -> dict
                 f"{name}_ratio_to_10": round(mine / ten, 2)}
     row |= {"ls_json_wall_runs_s": [round(w[0], 3) for w in warm],
             "ls_peak_rss_mib": round(max(w[2] for w in [cold, *warm]))}
-    if args.console:
-        row["console_newest_row_s"] = round(newest_row(home), 3)
-        row["console_newest_row_10_runs_s"] = round(newest_row(base), 3)
+    if args.console:  # alternating with the 10-run home, as `ls`
+        mine, ten = [], []
+        for _ in range(args.repeat):
+            ten.append(newest_row(base)[0])
+            mine.append(newest_row(home, settle=args.settle))
+        median = statistics.median(m[0] for m in mine)
+        row |= {"console_newest_row_s": round(median, 3),
+                "console_newest_row_10_runs_s": round(statistics.median(ten), 3),
+                "console_ratio_to_10": round(median / statistics.median(ten), 2),
+                "console_newest_row_runs_s": [round(m[0], 3) for m in mine],
+                "console_rss_mib": round(max(m[1] for m in mine))}
     return row
 
 
@@ -158,6 +172,8 @@ def main() -> None:
     parser.add_argument("--big-mb", type=float, default=3.0)
     parser.add_argument("--console", action="store_true", help="also time the console's newest row")
     parser.add_argument("--source", default="", help="copy this finished run instead of training one")
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="seconds after the newest row before the console's RSS is taken")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as tmp:
         real = Path(args.source) if args.source else real_run(Path(tmp) / "template", args.epochs)
@@ -169,9 +185,13 @@ def main() -> None:
         for i in range(1, 10):
             add_copy(base, big if i % args.big_every == 0 else real, i, "small-cnn-digits")
         home, have = Path(tmp) / "home", 1
+        sources = {}
         for size in (int(s) for s in args.sizes.split(",")):
             for i in range(have, size):
-                add_copy(home, big if i % args.big_every == 0 else real, i, "small-cnn-digits")
+                # a file takes at most 65,000 links (ext4): a fresh copy of the run per LINKS copies
+                source = sources.get(i // LINKS) or sources.setdefault(
+                    i // LINKS, real if i < LINKS else Path(shutil.copytree(real, Path(tmp) / f"real-{i}")))
+                add_copy(home, big if i % args.big_every == 0 else source, i, "small-cnn-digits")
             have = size
             time.sleep(index_settle_s())
             print(json.dumps(measure(home, size, base, args)), flush=True)

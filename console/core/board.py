@@ -34,6 +34,30 @@ class Board:
     def __init__(self) -> None:
         self.runs: dict[str, RunState] = {}
         self._dirty: set[str] = set()
+        self._cells: dict[str, tuple[tuple[bool, bool], tuple[str, ...]]] = {}  # run id -> (how, its cells)
+        self._order: tuple[str, int, list[RunState]] | None = None  # the ranking, run count and order
+
+    def cells(self, run: RunState, now: float, marked: bool, with_host: bool) -> tuple[str, ...]:
+        """A run's row cells (COLUMNS, and its host if `with_host`), kept until it changes (`forget_rows`):
+        a frame of 10,000 runs formats only the rows of those that changed."""
+        how = (marked, with_host)
+        kept = self._cells.get(run.id)
+        if kept is not None and kept[0] == how:
+            return kept[1]
+        cells = row(run, now, marked) + ((run.host or "-",) if with_host else ())
+        self._cells[run.id] = (how, cells)
+        return cells
+
+    def ranked(self, by: str, changed: set[str]) -> list[RunState]:
+        """The runs in table order (`rank`), sorted again only when a run changed or the ranking did."""
+        if self._order is None or changed - {"*"} or self._order[:2] != (by, len(self.runs)):
+            self._order = (by, len(self.runs), rank(self.runs.values(), by))
+        return self._order[2]
+
+    def forget_rows(self, changed: set[str]) -> None:
+        """Drop the kept cells of these runs (they changed)."""
+        for run_id in changed:
+            self._cells.pop(run_id, None)
 
     def get(self, run_id: str) -> RunState:
         """The run with this id, created empty on first sight."""
@@ -234,10 +258,11 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
     """Rows for every run; log and memory of the selected run if it changed (`changed` holds run ids,
     or "*" for everything); and whether any plotted run changed."""
     marks = {m for m in marked if m in board.runs}
-    ordered = rank(board.runs.values(), ranking)
+    board.forget_rows(changed)
+    ordered = board.ranked(ranking, changed)
     hosts = sorted({r.host for r in ordered if r.host})
     with_host = len(hosts) > 1  # one host (or none known): the column would only repeat it
-    rows = [(r.id, row(r, now, r.id in marks) + ((r.host or "-",) if with_host else ())) for r in ordered]
+    rows = [(r.id, board.cells(r, now, r.id in marks, with_host)) for r in ordered]
     if selected not in board.runs:
         selected = ordered[0].id if ordered else None
     view = View(rows, {r.id: label(r) for r in ordered}, selected, hosts=hosts)

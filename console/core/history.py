@@ -20,8 +20,8 @@ class Series:
     def __init__(self) -> None:
         self.xs = array("d")
         self.ys = array("d")
-        self._lo: list[array[int]] = [array("q") for _ in range(LEVELS)]
-        self._hi: list[array[int]] = [array("q") for _ in range(LEVELS)]
+        self._lo: list[array[int]] = []  # made by the first append: 10,000 rows from the run index
+        self._hi: list[array[int]] = []  # hold four empty series each
 
     def __len__(self) -> int:
         return len(self.ys)
@@ -40,6 +40,8 @@ class Series:
             return False
         if self.xs and x <= self.xs[-1]:
             self.truncate(bisect_left(self.xs, x))
+        if not self._lo:
+            self._lo, self._hi = [array("q") for _ in range(LEVELS)], [array("q") for _ in range(LEVELS)]
         i = len(self.ys)
         self.xs.append(x)
         self.ys.append(y)

@@ -80,6 +80,7 @@ class RunState:
     step_times: Series = field(default_factory=Series)  # step -> seconds since the first event (wall axis)
     search: Search | None = None  # a tune run's trials
     disk_full: bool = False  # its last word on the disk was `disk_full` (paused, or lost for it)
+    summarized: bool = False  # made from the run index's summary: its row only, its history not read yet
 
     @property
     def status(self) -> str:
@@ -120,6 +121,30 @@ class RunState:
             return None
         end = now if self.status == "running" else (self.final_t or self.ended_at or self.t_last or now)
         return self.ran_s + max(0.0, end - start)
+
+
+def summarized(run_id: str, row: dict[str, Any], facts: dict[str, Any]) -> RunState | None:
+    """An ended run's state as its index summary gives it (`trainers.protocol.index`): every fact of its
+    row, none of its history (read when it is wanted). None when the summary cannot give the row the log
+    would (a search's trials, a status the facts do not derive)."""
+    last = row.get("last") or {}
+    if row.get("kind") == "tune" or row.get("status") not in FINAL.values() or "t_first" not in facts:
+        return None
+    run = RunState(run_id, summarized=True, said_started=True, alive=False)
+    run.strategy = facts.get("strategy") or ""
+    run.world_size = facts.get("world_size")
+    run.set_info(row, last.get("epochs"))
+    run.final = row["status"] if row["status"] != "lost" else None
+    run.final_t = facts.get("final_t") or 0.0
+    run.t_first, run.t_last = facts.get("t_first"), facts.get("t_last")
+    run.epoch, run.val_loss, run.val_acc = last.get("epoch"), last.get("val_loss"), last.get("val_acc")
+    run.loss_key = "loss" if _is_num(last.get("loss")) else next(
+        (k for k, v in last.items() if "loss" in k.lower() and _is_num(v) and k not in NOT_METRICS
+         and not k.startswith("val_")), None)  # (an eval's)
+    run.loss = last.get(run.loss_key) if run.loss_key else None
+    run.samples_per_s, run.best_val_acc = last.get("samples_per_s"), facts.get("best_val_acc")
+    run.disk_full = row.get("paused") == "disk full"
+    return run if run.status == row["status"] else None
 
 
 def _started(run: RunState, e: Event, t: float) -> None:

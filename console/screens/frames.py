@@ -16,6 +16,7 @@ from console.widgets.leaderboard import Leaderboard
 from console.widgets.runs_table import RunsTable
 
 if TYPE_CHECKING:
+    from console.core.board import Board
     from console.screens.main_screen import MainScreen
 
 FRAME_S = 0.1  # at most 10 frames a second, and none when nothing changed
@@ -48,6 +49,15 @@ class Frames:
         self._plot_next = 0.0
         self.schedule()
 
+    def want_histories(self, board: Board, run_ids: list[str | None]) -> bool:
+        """Have the tailer read the logs of these runs whose rows came from the run index (their plots,
+        logs, compare); returns whether any still waits for its history."""
+        waiting = [i for i in run_ids if i in board.runs and board.runs[i].summarized]
+        tailer = getattr(self.screen.app, "tailer", None)
+        if waiting and tailer is not None:
+            tailer.want(waiting)
+        return bool(waiting)
+
     def _drawable(self) -> bool:
         """Whether the dashboard is up (not closing down, nor still opening: it redraws then)."""
         app = self.screen.app  # (not running: it is shutting down, removing the panes)
@@ -63,6 +73,7 @@ class Frames:
         view = build_view(board, screen.clock(), sel.selected, sel.marked, sel.ranking, changed)
         self._force = set()
         sel.selected, self.labels = view.selected, view.labels
+        self.want_histories(board, [sel.selected, *sel.marked])
         run = board.runs.get(sel.selected or "")  # its kind, and its metrics, may come after its row
         keys_for = (sel.selected, sel.is_tune(board), bool(run and run.metrics))
         if keys_for != self.keys_for:

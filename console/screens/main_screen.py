@@ -397,6 +397,9 @@ class MainScreen(RunMarks, TableKeys, Screen[None]):
         if len(ids) < 2:
             self.notify("mark two or more runs with space first", severity="warning")
             return
+        if self.frames.want_histories(self.board, ids):  # rows from the run index: their logs first
+            self.set_timer(0.05, self.action_compare)
+            return
         runs = [self.board.runs[i] for i in ids]
         configs = [self._run_config(i) for i in ids]
         self.app.push_screen(CompareScreen(compare(runs, configs, self.clock()), runs), self._edit)

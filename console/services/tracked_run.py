@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from console.core.run_state import Event, Note, RunState
+from console.core.run_state import Event, Note, RunState, summarized
 from console.core.run_update import RunUpdate
 from trainers.protocol import RunDir
 
 from .jsonl import parse
+
+if TYPE_CHECKING:
+    from trainers.protocol.index_file import Summary
 
 #: The first read of a log: enough of its end for the row (status, epoch, latest metrics)...
 TAIL = 256 << 10
@@ -49,11 +52,34 @@ class TrackedRun:
         self.problem = ""
         self.bad_lines = 0
         self.backfill: Backfill | None = None
+        self.summarized = False  # its row came from the run index; its log is read once it is wanted
+        self.summarized_files = (-1, -1)  # its folder's mtime and log's size when summarized: a change
+        # makes it read
+        self.summarized_at = 0.0
 
     @property
     def seen(self) -> bool:
-        """Its tail has been read (the app has a row for it)."""
-        return self.offset >= 0
+        """Its tail has been read, or its summary taken (the app has a row for it)."""
+        return self.offset >= 0 or self.summarized
+
+    def from_summary(self, summary: Summary) -> RunUpdate | None:
+        """Take the row of an ended run from its index summary, its log unread (None: the summary cannot
+        give the row its log would, so the log is read as any other)."""
+        try:
+            state = summarized(self.run.id, summary.row, summary.facts)
+        except (ValueError, TypeError, AttributeError):  # a summary of another shape: read the log
+            return None
+        if state is None:
+            return None
+        size, _, folder, _ = summary.key.split(",")  # (`index.fingerprint`)
+        self.summarized, self.summarized_files, self.alive = True, (int(folder), int(size)), False
+        self.summarized_at = time.monotonic()
+        return self.update(state=state)
+
+    def unsummarize(self) -> None:
+        """Read this run's log from now on (it is wanted, or its files changed): its run.json first."""
+        self.summarized, self.offset, self.info_mtime = False, -1, -1.0
+        self.alive = None
 
     def update(self, **news: Any) -> RunUpdate:
         """An update carrying the run's current facts and `news` (state, events, notes)."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowDoesNotExist
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
+from textual.widgets.data_table import Row as DataRow
 
 from console.core.board import COLUMNS, HOST_COLUMN, middle
 from console.core.table_view import TAGS_SEP
@@ -22,7 +25,22 @@ STATUS_STYLES = {
 Row = tuple[str, tuple[str, ...]]
 
 
-class RunsTable(DataTable[Text]):
+class Cell:
+    """A cell's text, styled when it is drawn: only a screenful of 10,000 rows is ever drawn."""
+
+    __slots__ = ("table", "key", "value")
+
+    def __init__(self, table: RunsTable, key: str, value: str) -> None:
+        self.table, self.key, self.value = table, key, value
+
+    def __rich__(self) -> Text:
+        return self.table.styled(self.key, self.value)
+
+    def __str__(self) -> str:
+        return str(self.__rich__())
+
+
+class RunsTable(DataTable[Cell]):
     """Every run with its status and latest metrics; the cursor row is the selected run."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
@@ -65,6 +83,8 @@ class RunsTable(DataTable[Text]):
             return
         for run_id, cells in rows:
             old = self._cells.get(run_id)
+            if old == cells:
+                continue
             for i, (key, _) in enumerate(self._columns()):
                 if old is None or old[i] != cells[i]:
                     self.update_cell(run_id, key, self._styled(key, cells[i]))
@@ -80,13 +100,34 @@ class RunsTable(DataTable[Text]):
     def _rebuild(self, rows: list[Row], keep: str | None = None) -> None:
         keep = keep or self.selected_id
         self.clear()
-        for run_id, cells in rows:
-            styled = (self._styled(key, c) for (key, _), c in zip(self._columns(), cells, strict=True))
-            self.add_row(*styled, key=run_id)
+        self._add_rows(rows)
         self._cells = dict(rows)
         self._order = [run_id for run_id, _ in rows]
         if keep in self._cells:
             self.select(keep)
+
+    def _add_rows(self, rows: list[Row]) -> None:
+        """`add_row` for each row, but the cursor's watchers run once, not once a row (their messages cost
+        seconds for 10,000 rows)."""
+        keys = [column.key for column in self.ordered_columns]
+        for run_id, cells in rows:
+            row_key = RowKey(run_id)
+            self._row_locations[row_key] = len(self.rows)
+            self._data[row_key] = {k: self._styled(k.value, c) for k, c in zip(keys, cells, strict=True)}
+            self.rows[row_key] = DataRow(row_key, 1)
+            self._new_rows.add(row_key)
+        self._require_update_dimensions = True
+        self._update_count += 1
+        self.check_idle()
+        if rows:
+            self.cursor_coordinate = self.cursor_coordinate  # as add_row does: a cell may have appeared
+            if len(rows) == self.row_count and self.show_cursor and self.cursor_type != "none":
+                self._highlight_cursor()  # the first rows: the cursor is on one now
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Every column has a set width, so no cell is measured (Textual measures every cell of every new
+        row for its auto-width columns: seconds for 10,000 rows)."""
+        super()._update_dimensions(())
 
     def _fit_status(self, rows: list[Row]) -> None:
         """Widen the status column for a long status (`paused: disk full`), back when it is gone."""
@@ -115,7 +156,11 @@ class RunsTable(DataTable[Text]):
             for run_id, cells in self._cells.items():
                 self.update_cell(run_id, "run", self._styled("run", cells[0]))
 
-    def _styled(self, key: str, value: str) -> Text:
+    def _styled(self, key: str, value: str) -> Cell:
+        return Cell(self, key, value)
+
+    def styled(self, key: str, value: str) -> Text:
+        """A cell's value as drawn."""
         if key == "status":
             return Text(value, style="bold red" if "disk full" in value else STATUS_STYLES.get(value, ""))
         if key in ("loss", "acc", "rate", "elapsed", "epoch"):

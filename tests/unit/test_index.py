@@ -91,7 +91,7 @@ def test_a_missing_or_broken_index_is_rebuilt_to_the_same_rows(tmp_path: Path) -
     (home / index_file.ROWS).unlink()
     assert [s.row for s in listing(home)] == rows
     key = index.fingerprint(str(home / "runs" / "r0"))  # a matching fingerprint, a row cut short
-    (home / index_file.ROWS).write_text(f"trainconsole run index 1\nr0\t{key}\t{{\"id\": \"r0\", \"na")
+    (home / index_file.ROWS).write_text(f"{index_file.HEADER}\nr0\t{key}\t{{\"id\": \"r0\", \"na")
     assert [s.row for s in listing(home)] == rows
     assert set(index.load(home)) == {"r0", "r1", "r2"}
     assert [r["status"] for r in rows] == ["finished", "failed", "stopped"]

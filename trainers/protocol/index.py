@@ -15,6 +15,7 @@ run's row is derived afresh each time.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -23,11 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .events import EVAL, FINAL, FINISHED, STEP, Event, read_all, tail
+from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, read_all, tail
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
 from .rates import mean_rate
-from .rundir import RunDir
+from .rundir import RunDir, epochs_in
+from .status import last_final
 
 #: Seconds after its last change before a run's summary is kept (see `settled`).
 SETTLE_S = 2.0
@@ -61,9 +63,11 @@ def settled(key: str) -> bool:
     return bool(key) and max(int(n) for n in key.split(",")[1:]) < time.time_ns() - SETTLE_S * 1e9
 
 
-def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str) -> dict[str, Any]:
+def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
+        config: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run as one `ls` row: id, name, kind, strategy, pid, host, started_at, ended_at, status, last
-    (the latest metrics), cause (a failure's), tags, note and size (bytes on disk)."""
+    (the latest metrics), cause (a failure's), tags, note and size (bytes on disk). `config`: the run's,
+    if already read."""
     last: dict[str, Any] = {}
     for event in events:
         if event.get("type") in (STEP, EVAL, FINISHED):
@@ -73,7 +77,8 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str) -> 
         last["samples_per_s"] = rate
     if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
         last.update(search_result(run.events))
-    total = run.epochs(info)  # a training run's total, as the console's row (a script's: its events')
+    # a training run's total, as the console's row (a script's: its events')
+    total = run.epochs(info) if config is None else epochs_in(info, config)
     if total:
         last["epochs"] = total
     out = {k: info.get(k) for k in ROW_FIELDS}
@@ -118,27 +123,82 @@ def summarize(run: RunDir, status_of: StatusOf) -> Summary:
     """A run's whole summary, derived from its files now."""
     key = fingerprint(os.fspath(run.path))  # before reading: a change meanwhile leaves it stale, never wrong
     info, events = run.read_info(), tail(run.events)
-    return Summary.of(run.id, key, row(run, info, events, status_of(run, events, info)),
-                      best_metrics(run.events), flat_config(run.config))
+    best, facts = scan(run.events)
+    facts.update(t_last=_t(events[-1]) if events else facts.get("t_last"), final_t=last_final(events)[1])
+    config = read_config(run.config)  # once: TOML is most of a summary's cost
+    return Summary.of(run.id, key, row(run, info, events, status_of(run, events, info), config), best,
+                      flatten(config), facts)
 
 
 def best_metrics(path: Path) -> dict[str, Any]:
-    """The best `val_acc` (highest) and `val_loss` (lowest) of every eval in the log, with their epochs;
-    only eval lines are parsed, so a log of megabytes of steps costs one read."""
+    """The best `val_acc` (highest) and `val_loss` (lowest) of every eval in the log, with their epochs."""
+    return scan(path)[0]
+
+
+def scan(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One read of the whole log, parsing only its `eval`, `started` and `finished` lines (a log of
+    megabytes of steps costs one read): the best metrics, and the facts the console's row needs beyond
+    the `ls` row (`index_file.Summary.facts`: the first event's time, the last `started`'s strategy and
+    world size, the best val_acc as the console's row ranks it)."""
     best: dict[str, Any] = {}
+    facts: dict[str, Any] = {"best_val_acc": None}
     try:
         data = path.read_bytes()
     except OSError:
-        return best
-    for line in data.split(b"\n"):
-        if b'"eval"' not in line:
-            continue
-        with contextlib.suppress(ValueError):
-            event = json.loads(line)
-            if isinstance(event, dict) and event.get("type") == EVAL:
-                _better(best, event, "val_acc", max)
-                _better(best, event, "val_loss", min)
-    return best
+        return best, facts
+    first = _event(data[:data.find(b"\n")]) if data else None
+    facts["t_first"] = _t(first) if first else None
+    for event in map(_event, _lines_with(data, (b'"eval"', b'"started"', b'"finished"'))):
+        kind = event.get("type") if event else None
+        if kind == EVAL:
+            _better(best, event, "val_acc", max)
+            _better(best, event, "val_loss", min)
+            acc, top = event.get("val_acc"), facts["best_val_acc"]
+            if _is_num(acc) and (top is None or acc > top):
+                facts["best_val_acc"] = acc
+        elif kind == STARTED:
+            facts.update(strategy=event.get("strategy"), world_size=event.get("world_size"))
+        elif kind == FINISHED and _is_num(event.get("best_val_acc")):
+            facts["best_val_acc"] = event["best_val_acc"]
+    return best, facts
+
+
+def _lines_with(data: bytes, needles: tuple[bytes, ...]) -> list[bytes]:
+    """The complete lines of `data` holding any of `needles`, in order (found by search, not by splitting
+    every line: most of a long log is steps)."""
+    starts: set[int] = set()
+    for needle in needles:
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            starts.add(start)
+            end = data.find(b"\n", at)
+            if end < 0:
+                break  # a half-written last line
+            at = data.find(needle, end)
+    lines = []
+    for start in sorted(starts):
+        end = data.find(b"\n", start)
+        if end >= 0:
+            lines.append(data[start:end])
+    return lines
+
+
+def _event(line: bytes) -> Event | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _t(event: Event) -> float | None:
+    t = event.get("t")
+    return t if _is_num(t) else None
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def _better(best: dict[str, Any], event: Event, name: str, pick: Callable[..., float]) -> None:
@@ -151,10 +211,26 @@ def _better(best: dict[str, Any], event: Event, name: str, pick: Callable[..., f
 
 def flat_config(path: Path) -> dict[str, Any]:
     """The run's config as dotted keys (`train.lr`), scalars and lists only ({} if unreadable)."""
+    return flatten(read_config(path))
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The run's config ({} if unreadable). Not to be changed: runs of one config file share it."""
     try:
-        config = tomllib.loads(path.read_text())
+        return _parsed(path.read_text())
     except (OSError, ValueError):
         return {}
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> dict[str, Any]:
+    """TOML parsed once per distinct text (the runs of one config file, in a listing that summarizes
+    many, are parsed once)."""
+    return tomllib.loads(text)
+
+
+def flatten(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as dotted keys (`train.lr`), scalars and lists only."""
     flat: dict[str, Any] = {}
     for section, table in config.items():
         if not isinstance(table, dict):

@@ -1,6 +1,7 @@
 """The run index on disk (stdlib only): `index.tsv` and `index-details.tsv` in the home.
 
-One line per run, `id TAB fingerprint TAB json`: the `ls` row in the first file, the details that only
+One line per run, `id TAB fingerprint TAB json`: the `ls` row in the first file (and a fourth column,
+the facts of the whole log the console's row needs beyond it: `Summary.facts`), the details that only
 filters need (best metrics, config keys) in the second, so that `ls --json` reads a third of the bytes
 and copies each row out without decoding or encoding it. JSON text never holds a raw tab or newline.
 Both files are replaced atomically; one that is missing, unreadable or of another version reads as
@@ -19,7 +20,8 @@ from typing import Any
 
 ROWS, DETAILS = "index.tsv", "index-details.tsv"
 #: Bumped when a line's shape changes: files of another version are rebuilt.
-HEADER = "trainconsole run index 1"
+HEADER = "trainconsole run index 2"
+TAB = "\t"
 
 
 class Summary:
@@ -28,15 +30,23 @@ class Summary:
     file, else the run's own files)."""
 
     def __init__(self, run_id: str, key: str, row_text: str, details_text: str | None = None,
-                 fetch_details: Callable[[Summary], str] | None = None) -> None:
-        self.id, self.key, self.row_text = run_id, key, row_text
+                 fetch_details: Callable[[Summary], str] | None = None, facts_text: str = "{}") -> None:
+        self.id, self.key, self.row_text, self.facts_text = run_id, key, row_text, facts_text
         self._details_text, self._fetch = details_text, fetch_details
 
     @classmethod
     def of(cls, run_id: str, key: str, row: dict[str, Any], best: dict[str, Any],
-           config: dict[str, Any]) -> Summary:
+           config: dict[str, Any], facts: dict[str, Any] | None = None) -> Summary:
         """A summary made from its parts."""
-        return cls(run_id, key, json.dumps(row), json.dumps({"best": best, "config": config}))
+        return cls(run_id, key, json.dumps(row), json.dumps({"best": best, "config": config}),
+                   facts_text=json.dumps(facts or {}))
+
+    @cached_property
+    def facts(self) -> dict[str, Any]:
+        """What the console's row needs beyond the `ls` row, from the whole log: `t_first`, `t_last`,
+        `final_t`, the last `started`'s `strategy` and `world_size`, `best_val_acc` as the console
+        derives it ({} in a summary made without them)."""
+        return json.loads(self.facts_text)
 
     @cached_property
     def row(self) -> dict[str, Any]:
@@ -66,8 +76,8 @@ class Summary:
         return self.details["config"]
 
 
-def read_lines(path: Path) -> dict[str, tuple[str, str]]:
-    """One index file's lines: {id: (fingerprint, json text)} ({} if missing, unreadable or old)."""
+def read_lines(path: Path, columns: int = 3) -> dict[str, tuple[str, ...]]:
+    """One index file's lines: {id: (fingerprint, json text, ...)} ({} if missing, unreadable or old)."""
     try:
         lines = path.read_text().split("\n")
     except (OSError, ValueError):
@@ -78,16 +88,16 @@ def read_lines(path: Path) -> dict[str, tuple[str, str]]:
     for line in lines[1:]:
         parts = line.split("\t")
         # a cut or hand-edited line is dropped (its run is summarized again), never printed as a row
-        if len(parts) == 3 and parts[2][:1] == "{" and parts[2][-1:] == "}":
-            found[parts[0]] = (parts[1], parts[2])
+        if len(parts) == columns and all(p[:1] == "{" and p[-1:] == "}" for p in parts[2:]):
+            found[parts[0]] = tuple(parts[1:])
     return found
 
 
-def write_lines(path: Path, lines: dict[str, tuple[str, str]]) -> None:
+def write_lines(path: Path, lines: dict[str, tuple[str, ...]]) -> None:
     """Replace an index file atomically; a home we cannot write to keeps working without one."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(HEADER + "\n" + "".join(f"{i}\t{k}\t{text}\n" for i, (k, text) in lines.items()))
+        tmp.write_text(HEADER + "\n" + "".join(f"{i}\t{TAB.join(parts)}\n" for i, parts in lines.items()))
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):
@@ -101,7 +111,7 @@ class IndexFiles:
         self.home, self._derive = home, derive_details
 
     @cached_property
-    def _details(self) -> dict[str, tuple[str, str]]:
+    def _details(self) -> dict[str, tuple[str, ...]]:
         return read_lines(self.home / DETAILS)
 
     def fetch_details(self, summary: Summary) -> str:
@@ -111,10 +121,10 @@ class IndexFiles:
 
     def load(self) -> dict[str, Summary]:
         """The index's summaries by run id."""
-        return {i: Summary(i, key, text, None, self.fetch_details)
-                for i, (key, text) in read_lines(self.home / ROWS).items()}
+        return {i: Summary(i, key, text, None, self.fetch_details, facts)
+                for i, (key, text, facts) in read_lines(self.home / ROWS, 4).items()}
 
     def save(self, summaries: dict[str, Summary]) -> None:
         """Replace both files with these summaries."""
         write_lines(self.home / DETAILS, {i: (s.key, s.details_text) for i, s in summaries.items()})
-        write_lines(self.home / ROWS, {i: (s.key, s.row_text) for i, s in summaries.items()})
+        write_lines(self.home / ROWS, {i: (s.key, s.row_text, s.facts_text) for i, s in summaries.items()})

@@ -100,16 +100,21 @@ class RunDir:
             return None
         try:
             with open(self.config, "rb") as f:
-                epochs = tomllib.load(f).get("train", {}).get("epochs")
+                return epochs_in(info, tomllib.load(f))
         except (OSError, tomllib.TOMLDecodeError):
             return None
-        return epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else None
 
     def update_info(self, **fields: Any) -> dict[str, Any]:
         """Merge fields into run.json and return the result."""
         info = {**self.read_info(), **fields}
         self.write_info(info)
         return info
+
+
+def epochs_in(info: dict[str, Any], config: dict[str, Any]) -> int | None:
+    """`RunDir.epochs` from a config already read."""
+    epochs = config.get("train", {}).get("epochs") if info.get("kind", "train") == "train" else None
+    return epochs if isinstance(epochs, int) and not isinstance(epochs, bool) else None
 
 
 def list_runs(root: Path) -> list[RunDir]:
