@@ -139,10 +139,18 @@ class TrainConsole(App[None]):
             self.board.take(update)
             self._tell(notices(update, before, self.board.runs.get(update.run_id)))
         self.tailer.taken()
+        if message.loaded and not self.loaded and not self.read_only:
+            self.index_home()
         self.loaded = self.loaded or message.loaded
         live = [r for r in self.board.runs.values() if r.status == "running"]
         self.leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
         self._board_changed()
+
+    @work(thread=True, exclusive=True, group="index", exit_on_error=False)
+    def index_home(self) -> None:
+        """Once every run is read, bring the run index up to date (as `ls` does), so that the next start
+        takes the ended runs' rows from it instead of reading every log (a home `ls` never listed)."""
+        self.control.summaries()
 
     def _tell(self, found: list[Notice]) -> None:
         """A run ended or warns, seen live: a toast each (and the bell, if asked for)."""

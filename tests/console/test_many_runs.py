@@ -127,3 +127,20 @@ async def test_a_stale_entry_is_read_from_its_log(many: Path, tmp_path: Path) ->
         await until(pilot, lambda: not app.board.runs[runs[8]].summarized, 10, "the grown log read")
         await until(pilot, lambda: any("written after" in n.text for n in app.board.runs[runs[8]].notes), 10,
                     "its new line")
+
+
+async def test_a_home_never_listed_is_indexed_by_the_console_for_its_next_start(many: Path,
+                                                                               tmp_path: Path) -> None:
+    bare = tmp_path / "never-listed"
+    shutil.copytree(many, bare, copy_function=os.link)
+    (bare / index_file.ROWS).unlink()
+    (bare / index_file.DETAILS).unlink()
+    app = make_app(bare)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.loaded and len(app.board.runs) == RUNS, 60, "every row")
+        assert len(unread(app)) == 0  # no index: every log read
+        await until(pilot, lambda: len(index.load(bare)) == RUNS, 60, "the index written")
+    again = make_app(bare)
+    async with again.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: again.loaded and len(again.board.runs) == RUNS, 60, "every row")
+        assert len(unread(again)) >= RUNS - 2  # the next start: rows from the index, logs unread
