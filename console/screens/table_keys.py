@@ -56,11 +56,12 @@ class TableKeys(Base):
         if busy or not getattr(self.app, "loaded", False):
             return
         ids = list(self.board.runs)  # a copy for the thread: the board stays the UI thread's
-        self._meta_worker = self.run_worker(lambda: self._read_meta(ids), thread=True, group="meta",
+        first = (self.selection.selected,) if self.selection.selected else ()
+        self._meta_worker = self.run_worker(lambda: self._read_meta(ids, first), thread=True, group="meta",
                                             exit_on_error=False)
 
-    def _read_meta(self, ids: list[str]) -> None:
-        changed = self._meta_watch.look(ids)
+    def _read_meta(self, ids: list[str], first: tuple[str, ...]) -> None:
+        changed = self._meta_watch.look(ids, first)
         if changed:
             self.app.call_from_thread(self._show_meta, changed)
 

@@ -1,5 +1,6 @@
 """Each run's tags and note as they change (its `meta.json`, written by the control layer from any front
-end): one `stat` per run per look, the file read only when it was replaced. No UI code."""
+end): one `stat` per run per look, at most PER_LOOK runs a look in turn (a home of 10,000 runs costs
+what one of 1,000 does), the file read only when it was replaced. No UI code."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 from trainers.protocol import RunDir
 from trainers.protocol.meta import META, read_meta, tags_of
+
+PER_LOOK = 1000
 
 
 @dataclass(frozen=True)
@@ -26,12 +29,19 @@ class MetaWatch:
     def __init__(self, home: Path) -> None:
         self.runs = os.fspath(home / "runs")
         self._seen: dict[str, tuple[int, int]] = {}
+        self._next = 0  # where the next look's turn starts
 
-    def look(self, run_ids: list[str]) -> dict[str, RunMeta]:
-        """The runs among `run_ids` whose tags or note changed since the last look (a run without a
-        meta.json: no tags, no note), and the new values."""
+    def look(self, run_ids: list[str], first: tuple[str, ...] = ()) -> dict[str, RunMeta]:
+        """The runs whose tags or note changed since they were last looked at (a run without a meta.json:
+        no tags, no note), and the new values: `first` (the selected run) at every look, and of `run_ids`
+        the next PER_LOOK in turn."""
+        window = run_ids
+        if len(run_ids) > PER_LOOK:
+            start = self._next % len(run_ids)
+            window = run_ids[start:start + PER_LOOK] + run_ids[:max(0, start + PER_LOOK - len(run_ids))]
+            self._next = start + PER_LOOK
         changed: dict[str, RunMeta] = {}
-        for run_id in run_ids:
+        for run_id in dict.fromkeys([*first, *window]):
             path = f"{self.runs}/{run_id}"
             try:
                 st = os.stat(f"{path}/{META}")
