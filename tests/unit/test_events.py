@@ -6,6 +6,7 @@ import json
 import multiprocessing as mp
 import os
 import stat
+import threading
 from pathlib import Path
 
 from trainers import protocol
@@ -73,3 +74,29 @@ def test_home_and_run_dirs_are_private(home: Path) -> None:
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
     EventWriter(run.events, run.id).emit("started")
     assert stat.S_IMODE(os.stat(run.events).st_mode) == 0o600
+
+
+def test_two_threads_emitting_at_once_write_each_event_once(tmp_path: Path) -> None:
+    """The training thread and the cost meter's thread emit into one writer: before the lock, a write
+    released the GIL between writing the oldest waiting line and popping it, so the other thread wrote it
+    again and a pop found the list empty (a 78-minute run died of it: IndexError)."""
+
+
+    writer = EventWriter(tmp_path / "events.jsonl", "r1")
+    errors: list[BaseException] = []
+
+    def emit_many(who: str) -> None:
+        try:
+            for i in range(20_000):
+                writer.emit("step", who=who, i=i)
+        except BaseException as e:  # noqa: BLE001 - the test reports it
+            errors.append(e)
+
+    threads = [threading.Thread(target=emit_many, args=(who,)) for who in ("loop", "cost")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    writer.close()
+    written = [(e["who"], e["i"]) for e in protocol.read_all(tmp_path / "events.jsonl")]
+    assert not errors and len(written) == 40_000 and len(set(written)) == 40_000

@@ -11,6 +11,7 @@ import contextlib
 import errno
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -72,35 +73,40 @@ class EventWriter:
         self._reserve_bytes = reserve_bytes
         self._reserve = os.path.join(os.path.dirname(self.path), RESERVE)
         self.on_emit: Callable[[Event], object] | None = None  # told of each event (the notify command)
+        # the training thread and the cost meter's emit at once: one writes (and pops) what waits at a time
+        self._lock = threading.RLock()
         if reserve_bytes:
             self._make_reserve()
 
     def emit(self, kind: str, **fields: Any) -> Event:
         """Append one event with a single write and return it (kept for later if the disk is full)."""
         event = make_event(self.run_id, kind, **fields)
-        self._pending.append((json.dumps(event, separators=(",", ":"), default=str) + "\n").encode())
-        self.retry()
+        line = (json.dumps(event, separators=(",", ":"), default=str) + "\n").encode()
+        with self._lock:
+            self._pending.append(line)
+            self.retry()
         if self.on_emit is not None:
             self.on_emit(event)
         return event
 
     def retry(self) -> bool:
         """Write the events that wait, oldest first; False while the disk is still full."""
-        was_full = self.full_since
-        try:
-            self._write_pending()
-        except OSError as exc:
-            if exc.errno not in DISK_FULL:
-                raise
-            self._on_full()
-            return False
-        if was_full is not None:
-            self.full_since = None
-            self._make_reserve()
-            paused = round(time.time() - was_full, 1)
-            self.emit(WARNING, code="disk_space_back", path=self.path, paused_s=paused,
-                      message=f"space is back after {paused} s: the held events are written", hint="")
-        return True
+        with self._lock:
+            was_full = self.full_since
+            try:
+                self._write_pending()
+            except OSError as exc:
+                if exc.errno not in DISK_FULL:
+                    raise
+                self._on_full()
+                return False
+            if was_full is not None:
+                self.full_since = None
+                self._make_reserve()
+                paused = round(time.time() - was_full, 1)
+                self.emit(WARNING, code="disk_space_back", path=self.path, paused_s=paused,
+                          message=f"space is back after {paused} s: the held events are written", hint="")
+            return True
 
     @property
     def waiting(self) -> int:
@@ -158,13 +164,14 @@ class EventWriter:
 
     def close(self) -> None:
         """Write what waits (once more), remove the ballast, close the descriptor; emit reopens it."""
-        with contextlib.suppress(OSError):
-            self.retry()
-        if self._reserve_bytes:
-            self._release_reserve()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:
+            with contextlib.suppress(OSError):
+                self.retry()
+            if self._reserve_bytes:
+                self._release_reserve()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Descriptors don't cross process boundaries (spawned ranks, Ray): reopen lazily there; the
