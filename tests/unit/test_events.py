@@ -80,8 +80,6 @@ def test_two_threads_emitting_at_once_write_each_event_once(tmp_path: Path) -> N
     """The training thread and the cost meter's thread emit into one writer: before the lock, a write
     released the GIL between writing the oldest waiting line and popping it, so the other thread wrote it
     again and a pop found the list empty (a 78-minute run died of it: IndexError)."""
-
-
     writer = EventWriter(tmp_path / "events.jsonl", "r1")
     errors: list[BaseException] = []
 
@@ -100,3 +98,22 @@ def test_two_threads_emitting_at_once_write_each_event_once(tmp_path: Path) -> N
     writer.close()
     written = [(e["who"], e["i"]) for e in protocol.read_all(tmp_path / "events.jsonl")]
     assert not errors and len(written) == 40_000 and len(set(written)) == 40_000
+
+
+def emit_from_rank(writer: EventWriter, rank: int) -> None:
+    writer.emit("step", rank=rank)
+    writer.close()
+
+
+def test_a_writer_sent_to_a_spawned_rank_writes_there(tmp_path: Path) -> None:
+    """DDP ranks and Ray actors get the run's writer pickled: its lock (and descriptor) stay behind and
+    the rank makes its own (the lock, unpicklable, once failed every DDP run)."""
+    writer = EventWriter(tmp_path / "events.jsonl", "r1")
+    writer.emit("step", rank=-1)
+    proc = mp.get_context("spawn").Process(target=emit_from_rank, args=(writer, 0))
+    proc.start()
+    proc.join(60)
+    writer.emit("step", rank=-2)
+    writer.close()
+    assert proc.exitcode == 0
+    assert [e["rank"] for e in protocol.read_all(tmp_path / "events.jsonl")] == [-1, 0, -2]

@@ -176,7 +176,13 @@ class EventWriter:
     def __getstate__(self) -> dict[str, Any]:
         # Descriptors don't cross process boundaries (spawned ranks, Ray): reopen lazily there; the
         # ballast belongs to the process that made it.
-        return {**self.__dict__, "_fd": None, "_pending": [], "_reserve_bytes": 0}
+        state = {**self.__dict__, "_fd": None, "_pending": [], "_reserve_bytes": 0}
+        del state["_lock"]  # a lock doesn't pickle: each process gets its own
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
 
 def free_bytes(path: str | os.PathLike[str]) -> int:
