@@ -20,7 +20,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
 from trainers.protocol import SCHEMA, Config, ConfigError, apply_override, validate
-from trainers.protocol.config import BUILTIN_DATASETS, BUILTIN_MODELS
+from trainers.protocol.config_values import BUILTIN_DATASETS, BUILTIN_MODELS
 
 
 @dataclass(frozen=True)

@@ -1,191 +1,53 @@
-"""The run config: schema, defaults, validation and `--set` overrides (stdlib only)."""
+"""The run config: schema, defaults, validation and `--set` overrides (stdlib only). A key is a `Field`
+(config_field.py); what its values may be, in words and checks, is config_values.py."""
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
-import math
 import os
-import re
 import tomllib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from . import machine, script_fields
 from .config_error import ConfigError, toml_text
+from .config_field import Field
 from .config_file import read
+from .config_values import (
+    BATCH_SIZE,
+    CPU_BOUND,
+    DATASET_NAME,
+    DATASETS_WITH_ROOT,
+    DEVICES,
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_DEVICES,
+    MAX_IMAGE,
+    MODEL_NAME,
+    SEED_MAX,
+    SHAPE,
+    SPLIT_POINTS,
+    check_batch_size,
+    check_dataset_name,
+    check_device_list,
+    check_model_name,
+    check_split_points,
+    ray_address,
+)
 from .devices import check_devices
-from .machine import Limit
-from .model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
+from .model_names import NOT_A_CHAIN
 
 __all__ = ["SCHEMA", "Config", "ConfigError", "Field", "apply_override", "defaults", "dumps", "load",
            "ray_address", "read", "validate"]
 
-BUILTIN_MODELS = ("small_cnn",)
-BUILTIN_DATASETS = ("digits", "synthetic", "imagefolder", "mnist", "cifar10")
-DATASETS_WITH_ROOT = ("imagefolder", "mnist", "cifar10")
-PLUGIN = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-RAY_ADDRESS = re.compile(r"^(auto|[\w.\-]+:\d+)$")
-#: Each type in a user's words: what a value of the wrong type is told is allowed.
-TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", list: "a list",
-              dict: "a table"}
-
-
-@dataclass(frozen=True)
-class Field:
-    """One config key: its type, default, what is allowed (`choices`, a range, a `check`) and why.
-
-    A range is `low`..`high` (inclusive unless `low_open` / `high_open`); `high` may be a machine `Limit`.
-    It applies to the key's numbers (a key that also takes a string, like `batch_size = 'auto'`, checks
-    the string in `check`). `why` says in the error why the range is what it is. `allowed` says what a
-    value of the wrong type is told, where the type's words (`an integer`) or the choices say too little.
-    """
-
-    type: type | tuple[type, ...]
-    default: Any
-    check: Callable[[Any], str | None] | None = None
-    help: str = ""
-    choices: tuple[Any, ...] = ()
-    low: float | None = None
-    high: float | Limit | None = None
-    low_open: bool = False
-    high_open: bool = False
-    why: str = ""
-    allowed: str = ""
-
-    def coerce(self, name: str, value: Any) -> Any:
-        """`value` as this key takes it (an integer where a number is wanted becomes a float); a
-        ConfigError in a user's words if it is of another type (TOML's true is not an integer)."""
-        types = self.type if isinstance(self.type, tuple) else (self.type,)
-        if float in types and _is_number(value):
-            return float(value)
-        if isinstance(value, bool) is not (bool in types) or not isinstance(value, types):
-            raise ConfigError(name, "must be " + self.type_text(), value)
-        return value
-
-    def type_text(self) -> str:
-        """What this key takes, in words: `an integer or "auto"`, `one of sgd, adam, adamw`, `a number`."""
-        if self.allowed:
-            return self.allowed
-        if self.choices:
-            return "one of " + ", ".join(map(str, self.choices))
-        types = self.type if isinstance(self.type, tuple) else (self.type,)
-        return " or ".join(TYPE_WORDS[t] for t in types)
-
-    def problem(self, value: Any) -> str | None:
-        """What is allowed, if `value` (already of the right type) is not; None if it is."""
-        if self.choices and value not in self.choices:
-            return "must be one of " + ", ".join(map(str, self.choices))
-        if _is_number(value) and not self.in_range(value):
-            return self.range_text() + (f": {self.why}" if self.why else "")
-        return self.check(value) if self.check else None
-
-    def in_range(self, v: float) -> bool:
-        """Whether a number lies in the range (NaN never does)."""
-        high = self.high
-        if isinstance(high, Limit):  # every machine has at least 1 of each: read it (NVML: ~50 ms) only above
-            high = high.value() if v > 1 else None
-        low_ok = self.low is None or (v > self.low if self.low_open else v >= self.low)
-        high_ok = high is None or (v < high if self.high_open else v <= high)
-        return bool(low_ok and high_ok) and not (isinstance(v, float) and math.isnan(v))
-
-    def range_text(self) -> str:
-        """`must be >= 0 and < 1`, `must be <= 16 (the CPU cores of this machine)`."""
-        parts = []
-        if self.low is not None:
-            parts.append(f"{'>' if self.low_open else '>='} {_show(self.low)}")
-        if isinstance(self.high, Limit):
-            parts.append(f"{'<' if self.high_open else '<='} {_show(self.high.value())}, {self.high.what}")
-        elif self.high is not None:
-            parts.append(f"{'<' if self.high_open else '<='} {_show(self.high)}")
-        return "must be " + " and ".join(parts) if parts else ""
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _show(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(v)
-
-
-BATCH_SIZE = 'an integer or "auto"'
-MODEL_NAME = 'small_cnn, a torchvision classification model (e.g. resnet18) or "package.module:factory"'
-DATASET_NAME = "one of " + ", ".join(BUILTIN_DATASETS) + ' or "package.module:factory"'
-DEVICES = '"auto", a count >= 1, or a list of GPU indices like [0, 1]'
-SHAPE = "a list of three positive integers [C, H, W]"
-SPLIT_POINTS = "a list of increasing layer indices >= 1, e.g. [3, 7], or [] to balance by parameters"
-
-
-def _batch_size(v: int | str) -> str | None:
-    return None if v == "auto" or isinstance(v, int) else "must be " + BATCH_SIZE
-
-
-def _model_name(v: str) -> str | None:
-    if v in BUILTIN_MODELS or v in TORCHVISION_CLASSIFIERS or _plugin_ok(v):
-        return None
-    return "must be " + MODEL_NAME
-
-
-def _dataset_name(v: str) -> str | None:
-    return None if v in BUILTIN_DATASETS or _plugin_ok(v) else "must be " + DATASET_NAME
-
-
-def _split_points(v: list[Any]) -> str | None:
-    """Layer indices; whether the last is below the model's layer count is known only at the run."""
-    ints = all(isinstance(p, int) and not isinstance(p, bool) for p in v)
-    increasing = ints and all(a < b for a, b in itertools.pairwise([0, *v]))  # the first >= 1
-    return None if increasing else "must be " + SPLIT_POINTS
-
-
-def _plugin_ok(v: str) -> bool:
-    if not PLUGIN.match(v):
-        return False
-    try:
-        return importlib.util.find_spec(v.split(":")[0]) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def ray_address(v: str) -> str | None:
-    """'' (no cluster: a search's own local Ray, a ddp run's own processes), 'auto' or HOST:PORT."""
-    if v.startswith("ray://"):  # Ray Client: the driver would run on the head, away from the run's log
-        return ("must be the cluster's HOST:PORT (from `ray start --head`), not a ray:// client address: "
-                "the run's driver runs here, beside the run directory the console reads")
-    return None if not v or RAY_ADDRESS.match(v) else "must be empty (a local Ray), 'auto' or HOST:PORT"
-
-
-def _devices(v: Any) -> str | None:
-    """`auto`, a count (its range is the field's), or a list of distinct GPU indices."""
-    if v == "auto" or (isinstance(v, int) and not isinstance(v, bool)):
-        return None
-    if not (isinstance(v, list) and v and all(isinstance(i, int) and not isinstance(i, bool) for i in v)):
-        return "must be " + DEVICES
-    if not all(0 <= i < MAX_DEVICES for i in v) or len(v) > MAX_DEVICES:
-        return f"must list GPU indices from 0 to {MAX_DEVICES - 1}"
-    if len(set(v)) != len(v):
-        return "must not list a GPU twice (two ranks or stages on one GPU)"
-    return None
-
-
-MAX_BATCH = 2**20  # far above any batch that fits a device; beyond it a batch is a typo
-MAX_IMAGE = 4096
-MAX_DEVICES = 1024  # per node
-MAX_COUNT = 2**31 - 1  # counts of epochs, steps, samples: what torch's int32 indices and samplers take
-SEED_MAX = 2**32 - 1  # NumPy's (and Ray's searchers') seed range
-CPU_BOUND = "more would only oversubscribe the cores"
-
 SCHEMA: dict[str, dict[str, Field]] = {
     "model": {
-        "name": Field(str, "small_cnn", _model_name, "small_cnn, a torchvision model, or module:factory",
+        "name": Field(str, "small_cnn", check_model_name, "small_cnn, a torchvision model, or module:factory",
                       allowed=MODEL_NAME),
         "num_classes": Field(int, 0, help="0 = take it from the dataset", low=0, high=1_000_000),
         "weights": Field(str, "", help="local state_dict / checkpoint file to start from"),
         "freeze_backbone": Field(bool, False, help="train only the new head"),
     },
     "data": {
-        "name": Field(str, "digits", _dataset_name, "digits, synthetic, imagefolder, mnist, cifar10",
+        "name": Field(str, "digits", check_dataset_name, "digits, synthetic, imagefolder, mnist, cifar10",
                       allowed=DATASET_NAME),
         "root": Field(str, "", help="local folder for imagefolder, mnist, cifar10"),
         "val_fraction": Field(float, 0.2, low=0, high=1, low_open=True, high_open=True,
@@ -202,7 +64,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
     "train": {
         "epochs": Field(int, 5, low=1, high=MAX_COUNT),
-        "batch_size": Field((int, str), 64, _batch_size, "a number, or 'auto': the largest that fits",
+        "batch_size": Field((int, str), 64, check_batch_size, "a number, or 'auto': the largest that fits",
                             low=1, high=MAX_BATCH, why="samples per step; larger is a typo, not a batch",
                             allowed=BATCH_SIZE),
         "lr": Field(float, 0.05, low=0, high=10, low_open=True,
@@ -239,14 +101,15 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "strategy": {
         "name": Field(str, "single", choices=("single", "dp", "ddp", "model_parallel")),
         "accelerator": Field(str, "auto", choices=("auto", "cpu", "cuda")),
-        "devices": Field((str, int, list), "auto", _devices, "auto, a count, or a list of GPU indices",
-                         low=1, high=MAX_DEVICES, why="'auto', a count per node, or a list of GPU indices",
+        "devices": Field((str, int, list), "auto", check_device_list,
+                         "auto, a count, or a list of GPU indices", low=1, high=MAX_DEVICES,
+                         why="'auto', a count per node, or a list of GPU indices",
                          allowed=DEVICES),
         "oversubscribe": Field(bool, False, help="CPU: allow more workers/stages than cores (each gets a "
                                "share of a core: slower, but runs multi-rank code on a small machine)"),
         "micro_batches": Field(int, 4, low=1, high=MAX_BATCH, why="model_parallel: at most one per sample"),
-        "split_points": Field(list, [], _split_points, "model_parallel: stage boundaries (layer indices)",
-                              allowed=SPLIT_POINTS),
+        "split_points": Field(list, [], check_split_points,
+                              "model_parallel: stage boundaries (layer indices)", allowed=SPLIT_POINTS),
         "nnodes": Field(int, 1, low=1, high=MAX_DEVICES * 64),
         "node_rank": Field(int, 0, low=0, high=MAX_DEVICES * 64),
         "master_addr": Field(str, "127.0.0.1"),

@@ -13,19 +13,9 @@ import os
 from typing import Any
 
 from . import machine
-from .config import (
-    MAX_COUNT,
-    MAX_DEVICES,
-    SCHEMA,
-    SEED_MAX,
-    Config,
-    ConfigError,
-    Field,
-    apply_override,
-    ray_address,
-    read,
-    validate,
-)
+from .config import SCHEMA, Config, ConfigError, apply_override, read, validate
+from .config_field import Field
+from .config_values import MAX_COUNT, MAX_DEVICES, SEED_MAX, ray_address
 
 SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bayesopt")
 SPACE_KINDS = ("choice", "grid", "uniform", "loguniform", "randint", "quniform")
