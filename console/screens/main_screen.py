@@ -1,14 +1,13 @@
 """The dashboard: setup, runs, plot, devices and log panes; side by side when wide, tabs when narrow.
 
 It owns its keys: the lifecycle keys act through the control layer (`RunCommands`, in thread workers),
-the view keys change its `Selection`, and its `Frames` draw the app's board onto it.
+the view keys change its `Selection`, and its `Frames` draw the app's board onto it. Groups of its keys
+are mixins, each in its own module: `RunMarks`, `TableKeys`, `FormKeys` and `TrialKeys`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 from textual import events
 from textual.app import ComposeResult
@@ -18,16 +17,16 @@ from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
 from console.control import Control, Refused
 from console.core.board import Board, PlotLine, View, next_metric, plotted, weights_view
-from console.core.leaderboard import Search, Trial, searched
 from console.core.selection import Selection
 from console.core.weights import Snapshot
+from console.screens.form_keys import FormKeys
 from console.screens.frames import Frames
 from console.screens.help_screen import show_help
 from console.screens.keys import KEYS, PANE_KEYS, RANK, WHY, WHY_NOT
-from console.screens.path_screen import PathScreen
 from console.screens.run_commands import RunCommands
 from console.screens.run_marks import RunMarks
 from console.screens.table_keys import TableKeys
+from console.screens.trial_keys import TrialKeys
 from console.services.gpu import Devices
 from console.widgets.filter_line import FilterLine
 from console.widgets.gpu_bars import GpuBars
@@ -37,8 +36,7 @@ from console.widgets.run_form import RunForm
 from console.widgets.run_log import RunLog
 from console.widgets.runs_table import RunsTable
 from console.widgets.weight_histogram import WeightHistogram
-from trainers import protocol
-from trainers.protocol import Config, hosts, tune_config
+from trainers.protocol import Config, hosts
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
@@ -49,23 +47,7 @@ VERY_WIDE = 160
 SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare", "metric")
 
 
-#: The configs shipped with trainconsole: `w` never proposes to overwrite one.
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def save_proposal(path: str) -> str:
-    """Where `w` proposes to save the form: the file it was loaded from, unless that is a shipped example
-    (then a file of the same name in the working directory, or `NAME-mine.toml` beside it if that is one)."""
-    target = Path(path).expanduser().resolve()
-    if not target.is_relative_to(EXAMPLES):
-        return path
-    here = Path.cwd() / target.name
-    if here.resolve().is_relative_to(EXAMPLES) or here.resolve() == target:
-        here = Path.cwd() / f"{target.stem}-mine.toml"
-    return str(here)
-
-
-class MainScreen(RunMarks, TableKeys, Screen[None]):
+class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
     """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
     that act on the runs shown (those on marked runs in `RunMarks`, the table's own in `TableKeys`)."""
 
@@ -148,46 +130,6 @@ class MainScreen(RunMarks, TableKeys, Screen[None]):
     def action_pane(self, name: str) -> None:
         """Show (narrow) or focus (wide) a pane."""
         self.show_pane(name)
-
-    def action_load(self) -> None:
-        """Ask for a config TOML and load it into the form."""
-        if self.refused("loading a config"):
-            return
-        self.app.push_screen(PathScreen("Load a run or tune config (TOML):", self.path), self._load)
-
-    def _load(self, path: str | None) -> None:
-        if not path:
-            return
-        try:
-            tune = "tune" in protocol.config.read(path)
-            config = tune_config.load_tune(path) if tune else protocol.load(path)
-        except protocol.ConfigError as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        self.path = path
-        self.query_one(RunForm).load(config, path)
-        self.show_pane("setup")
-
-    def action_save(self) -> None:
-        """Ask for a path and save the form's config there as TOML."""
-        if self.refused("saving a config"):
-            return
-        if self.query_one(RunForm).check() is None:
-            self.notify("fix the config first: see the setup pane", severity="error")
-            return
-        self.app.push_screen(PathScreen("Save the config as:", save_proposal(self.path)), self._save)
-
-    def _save(self, path: str | None) -> None:
-        config = self.query_one(RunForm).check()
-        if not path or config is None:
-            return
-        try:
-            Path(path).expanduser().write_text(protocol.dumps(config))
-        except OSError as e:
-            self.notify(f"could not save {path}: {e.strerror}", severity="error")
-            return
-        self.path = path
-        self.notify(f"saved {path}")
 
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
         """A click on the pane bar."""
@@ -306,37 +248,6 @@ class MainScreen(RunMarks, TableKeys, Screen[None]):
         self.notify(message, severity=severity)  # type: ignore[arg-type]
         self.app.tailer.poke()  # type: ignore[attr-defined]
 
-    def _selected_search(self) -> tuple[protocol.RunDir, Search] | None:
-        """The selected run and its trials, if it is a tune run (else a notice and None)."""
-        run = self._selected_run()
-        state = self.board.runs.get(run.id) if run is not None else None
-        if run is None or state is None or state.search is None or not state.search.trials:
-            self.notify("select a tune run with trials first", severity="warning")
-            return None
-        return run, state.search
-
-    def chosen_trial(self, search: Search) -> Trial | None:
-        """The trial under the leaderboard's cursor, else the search's best: what `t` trains."""
-        return search.trials.get(self.query_one(Leaderboard).selected_trial or "") or search.leader()
-
-    def action_stop_trial(self) -> None:
-        """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
-        found = self._selected_search()
-        trial_id = self.query_one(Leaderboard).selected_trial if found else None
-        if found is None or trial_id is None or self.refused("stop a trial"):  # (a UI-thread call)
-            return
-        self.commands.control.stop_trial(found[0], trial_id)
-        self.notify(f"asked trial #{found[1].trials[trial_id].number} to stop; the search goes on")
-
-    def action_train_trial(self) -> None:
-        """Train the selected trial's config (or the best trial's) as a full run."""
-        found = self._selected_search()
-        trial = self.chosen_trial(found[1]) if found else None
-        if found is None or trial is None:
-            return
-        self.notify(f"training trial #{trial.number}: {searched(trial.config)}")  # what `t` took, said first
-        self.commands.train_trial(found[0], trial.number, dict(trial.config))
-
     # -- keys that change what is shown ---------------------------------------------------------------
 
     def action_help(self) -> None:
@@ -385,46 +296,3 @@ class MainScreen(RunMarks, TableKeys, Screen[None]):
         """Enter on a run: show its plot when panes are tabs."""
         if isinstance(event.data_table, RunsTable) and self.narrow:
             self.show_pane("plot")
-
-    # -- compare ----------------------------------------------------------------------------------------
-
-    def action_compare(self) -> None:
-        """Compare the runs marked with space (two or more); its `e` fills the form from one of them."""
-        from console.core.compare import compare
-        from console.screens.compare_screen import CompareScreen
-
-        ids = self.selection.compared(self.board)
-        if len(ids) < 2:
-            self.notify("mark two or more runs with space first", severity="warning")
-            return
-        if self.frames.want_histories(self.board, ids):  # rows from the run index: their logs first
-            self.set_timer(0.05, self.action_compare)
-            return
-        runs = [self.board.runs[i] for i in ids]
-        configs = [self._run_config(i) for i in ids]
-        self.app.push_screen(CompareScreen(compare(runs, configs, self.clock()), runs), self._edit)
-
-    def _run_config(self, run_id: str) -> dict[str, Any]:
-        try:
-            return protocol.config.read(self.commands.control.run(run_id).config)
-        except protocol.ConfigError:  # unreadable: the run is compared on its results alone
-            return {}
-
-    def _edit(self, choice: tuple[str, list[str]] | None) -> None:
-        """The compare view's `e`: the chosen run's config in the form, the differing keys highlighted."""
-        if choice is None or self.refused("editing a run's config"):
-            return
-        run_id, differs = choice
-        path = self.commands.control.run(run_id).config
-        try:
-            tune = "tune" in protocol.config.read(path)
-            config = tune_config.load_tune(path) if tune else protocol.load(path)
-        except protocol.ConfigError as e:
-            self.notify(f"cannot edit {run_id}: {e}", severity="error", timeout=8)
-            return
-        form = self.query_one(RunForm)
-        form.load(config, f"run {run_id}: edit, then enter (or esc, l) launches")
-        shown = form.mark_differing(differs)
-        self.show_pane("setup")
-        if shown:
-            form.query_one(f"#{shown[0]}").focus()
