@@ -57,14 +57,14 @@ def resume_path(run: RunDir, config: dict[str, Any], resume: bool, events: Event
 
 def report_failure(exc: BaseException, events: EventWriter, config: dict[str, Any] | None) -> None:
     """Emit `failed` (cause, hint, traceback tail) and print the whole traceback to stderr.log."""
-    traceback.print_exception(exc, file=sys.stderr)
     why = explain(exc, config)
     fields = {"cause": why.cause, "hint": why.hint, "traceback": traceback_tail(exc)}
     fields.update(getattr(exc, "event_fields", {}))  # a dead DDP rank: its number, cause and traceback
-    try:
+    try:  # first: on a full disk, the event log's ballast makes room for it (and stderr.log has none)
         events.emit("failed", **fields)
     except OSError as write_error:  # the log itself is unwritable: stderr is all that is left
-        print(f"cannot write the failed event: {write_error}", file=sys.stderr)
+        entry.to_stderr(f"cannot write the failed event: {write_error}\n")
+    entry.to_stderr("".join(traceback.format_exception(exc)))
 
 
 if __name__ == "__main__":

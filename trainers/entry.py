@@ -9,6 +9,8 @@ Exit codes: 0 finished or stopped, 1 failed, 2 bad invocation or invalid config.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -18,6 +20,15 @@ from .protocol import EventWriter, RunDir
 from .watchdog import Watchdog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+def to_stderr(text: str) -> None:
+    """Write to stderr.log unbuffered, and never fail: it may be on the disk that is full, and a failed
+    write must neither end the run before its final event nor leave a buffer that fails again at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
+    with contextlib.suppress(OSError, ValueError):
+        os.write(sys.stderr.fileno(), text.encode(errors="replace"))
+
 
 #: What an entry point does with its run: (run, its event log, --resume given) -> exit code.
 Body = Callable[[RunDir, EventWriter, bool], int]
@@ -47,7 +58,7 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
         with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
             run.update_info(ended_at=time.time(), exit_code=code)
     except OSError as exc:  # a full disk: the final event says how it ended
-        print(f"cannot record ended_at in run.json: {exc}", file=sys.stderr)
+        to_stderr(f"cannot record ended_at in run.json: {exc}\n")
     watchdog.close()
     notify.after_run(run)  # after the end is recorded: a notice cannot change the run's status or timing
     return code

@@ -4,6 +4,7 @@ during the run and frees again; one that stays full ends the run `failed`, namin
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -79,10 +80,20 @@ def test_a_disk_full_for_20_s_pauses_the_run_which_then_finishes_every_step(smal
 def test_a_disk_that_stays_full_fails_the_run_naming_it_and_the_last_checkpoint_loads(
         small_disk: Path) -> None:
     run, proc = run_until_first_checkpoint(small_disk, disk_full_wait_s=3)
-    filler = fill(small_disk)
+    # The disk fills while the run is held, so it is full at the run's next write whatever the load: a
+    # busy CI machine had the run fail with no `failed` event (the traceback's print to stderr.log, on
+    # the full disk, raised before the event was written), and it said `disk_space_back` when only its
+    # own ballast had been freed.
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        filler = fill(small_disk)
+    finally:
+        proc.send_signal(signal.SIGCONT)
     assert proc.wait(timeout=120) == 1
     (failed,) = events(run, "failed")
     assert "no space left on" in failed["cause"] and "free space" in failed["hint"], failed
+    codes = [e["code"] for e in events(run, "warning")]
+    assert "disk_full" in codes and "disk_space_back" not in codes  # its own ballast is not space back
     assert run_status(run) == "failed"
     filler.unlink()
     state = torch.load(run.last_ckpt, weights_only=True)

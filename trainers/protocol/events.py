@@ -101,6 +101,8 @@ class EventWriter:
                 self._on_full()
                 return False
             if was_full is not None:
+                if free_bytes(self.path) < self._reserve_bytes:  # written into our own ballast: still full
+                    return True
                 self.full_since = None
                 self._make_reserve()
                 paused = round(time.time() - was_full, 1)
