@@ -21,6 +21,7 @@ from .watchdog import Watchdog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
+
 def to_stderr(text: str) -> None:
     """Write to stderr.log unbuffered, and never fail: it may be on the disk that is full, and a failed
     write must neither end the run before its final event nor leave a buffer that fails again at exit."""

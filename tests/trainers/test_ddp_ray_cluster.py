@@ -22,7 +22,7 @@ from console.core.run_state import RunState
 
 pytestmark = pytest.mark.slow
 
-EPOCHS = 12  # long enough (~0.5 s an epoch here) for a kill and a node loss to land mid-run
+EPOCHS = 12  # long enough (~0.25-0.5 s an epoch here) for a kill or a lost rank to land mid-run
 DDP = ["examples/digits.toml", "--set", 'strategy.name="ddp"', "--set", "strategy.devices=2",
        "--set", f"train.epochs={EPOCHS}"]
 

@@ -90,7 +90,8 @@ class EventWriter:
         return event
 
     def retry(self) -> bool:
-        """Write the events that wait, oldest first; False while the disk is still full."""
+        """Write the events that wait, oldest first; False if they could not all be written (True once
+        they are, even into the freed ballast while the disk stays full: then no `disk_space_back`)."""
         with self._lock:
             was_full = self.full_since
             try:
