@@ -16,6 +16,7 @@ from typing import Any
 
 from trainers import protocol
 from trainers.protocol import Config, Event, RunDir, index, tune_config
+from trainers.protocol.changes import note_changed
 from trainers.protocol.meta import read_meta, tags_of, update_meta
 
 from . import prune as pruning
@@ -151,6 +152,7 @@ class Control:
                     done.append(run)
                 else:
                     done.append(trash.to_trash(self.home, run))
+        note_changed(self.home, [run.id for run in found])
         return done
 
     def restore(self, run_id: str) -> RunDir:
@@ -161,7 +163,9 @@ class Control:
             raise Refused(f"id: no run in the trash matches {run_id!r} (see trainconsole ls --trash)")
         if (self.home / "runs" / run.id).exists():
             raise Refused(f"restore: a run {run.id} already exists; rm it first")
-        return trash.from_trash(self.home, run)
+        back = trash.from_trash(self.home, run)
+        note_changed(self.home, [back.id])
+        return back
 
     def purge(self, older_than: float = 0.0) -> list[tuple[str, int]]:
         """Empty the trash of runs trashed at least `older_than` seconds ago; (id, bytes freed) each."""
@@ -182,6 +186,8 @@ class Control:
                 if files:
                     freed = pruning.size_of(files) if dry_run else pruning.prune(run, files, keep)
                     out.append((run.id, freed))
+        if not dry_run:
+            note_changed(self.home, [run_id for run_id, _ in out])
         return out
 
     def tag(self, run: RunDir, add: list[str], drop: list[str]) -> list[str]:
@@ -194,12 +200,16 @@ class Control:
         def change(meta: dict[str, Any]) -> dict[str, Any]:
             return {**meta, "tags": sorted((set(tags_of(meta)) | set(add)) - set(drop))}
 
-        return tags_of(update_meta(run, change))
+        tags = tags_of(update_meta(run, change))
+        note_changed(self.home, [run.id])
+        return tags
 
     def note(self, run: RunDir, text: str) -> str:
         """Set a run's note (empty text removes it)."""
         self._allow("note")
-        return str(update_meta(run, lambda meta: {**meta, "note": text.strip()}).get("note"))
+        note = str(update_meta(run, lambda meta: {**meta, "note": text.strip()}).get("note"))
+        note_changed(self.home, [run.id])
+        return note
 
     def _refuse_live(self, action: str, found: list[RunDir]) -> None:
         for run in found:

@@ -1,6 +1,9 @@
 """Each run's tags and note as they change (its `meta.json`, written by the control layer from any front
 end): one `stat` per run per look, at most PER_LOOK runs a look in turn (a home of 10,000 runs costs
-what one of 1,000 does), the file read only when it was replaced. No UI code."""
+what one of 1,000 does), the file read only when it was replaced. The runs the home's change journal
+names (`trainers.protocol.changes`: the control layer appends each run it tags, notes or prunes) are
+looked at in the next look whatever their turn, so a change from the CLI shows within a look at any size.
+No UI code."""
 
 from __future__ import annotations
 
@@ -9,9 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainers.protocol import RunDir
+from trainers.protocol.changes import ChangeFeed
 from trainers.protocol.meta import META, read_meta, tags_of
 
 PER_LOOK = 1000
+#: Looks for which a run the journal named waits for its row (a restore's run comes with the next scan).
+NAMED_LOOKS = 20
 
 
 @dataclass(frozen=True)
@@ -30,18 +36,28 @@ class MetaWatch:
         self.runs = os.fspath(home / "runs")
         self._seen: dict[str, tuple[int, int]] = {}
         self._next = 0  # where the next look's turn starts
+        self._feed = ChangeFeed(home)
+        self._named: dict[str, int] = {}  # named by the journal, not in the table yet: looks left to wait
 
     def look(self, run_ids: list[str], first: tuple[str, ...] = ()) -> dict[str, RunMeta]:
         """The runs whose tags or note changed since they were last looked at (a run without a meta.json:
-        no tags, no note), and the new values: `first` (the selected run) at every look, and of `run_ids`
-        the next PER_LOOK in turn."""
+        no tags, no note), and the new values: `first` (the selected run) and those the change journal
+        named since the last look at every look, and of `run_ids` the next PER_LOOK in turn."""
         window = run_ids
         if len(run_ids) > PER_LOOK:
             start = self._next % len(run_ids)
             window = run_ids[start:start + PER_LOOK] + run_ids[:max(0, start + PER_LOOK - len(run_ids))]
             self._next = start + PER_LOOK
+        known = set(run_ids)
+        for run_id in self._feed.read():
+            self._named[run_id] = NAMED_LOOKS
+        named = [run_id for run_id in self._named if run_id in known]
+        for run_id in list(self._named):  # a restored run's row may come a scan after its journal line
+            self._named[run_id] -= 1
+            if run_id in known or self._named[run_id] <= 0:
+                del self._named[run_id]
         changed: dict[str, RunMeta] = {}
-        for run_id in dict.fromkeys([*first, *window]):
+        for run_id in dict.fromkeys([*first, *named, *window]):
             path = f"{self.runs}/{run_id}"
             try:
                 st = os.stat(f"{path}/{META}")

@@ -35,3 +35,46 @@ def test_a_big_home_is_looked_at_in_turns_and_the_selected_run_at_every_look(
         assert "run-01" in found  # the selected run: at the first look after its change
     assert found["run-07"].tags == ["baseline"] and found["run-01"].tags == ["old"]
     assert not any(watch.look(ids, first=("run-01",)) for _ in range(3))  # nothing changed since
+
+
+def test_a_run_the_control_layer_changed_is_looked_at_in_the_next_look_whatever_its_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.control import Control
+
+    monkeypatch.setattr(run_meta, "PER_LOOK", 4)
+    ids = [f"run-{i:02d}" for i in range(40)]
+    for run_id in ids:
+        (tmp_path / "runs" / run_id).mkdir(parents=True)
+    watch = MetaWatch(tmp_path)
+    watch.look(ids)  # runs 0-3 looked at; run-30's turn is seven looks away
+    control = Control(tmp_path)
+    control.tag(RunDir(tmp_path / "runs" / "run-30"), ["baseline"], [])
+    control.note(RunDir(tmp_path / "runs" / "run-31"), "lr too high")
+    found = watch.look(ids)
+    assert found["run-30"].tags == ["baseline"] and found["run-31"].note == "lr too high"
+    # a run the journal names before its row is in the table is looked at once it is
+    tag(tmp_path, "run-39", "old")  # (not journalled: found in its turn only)
+    (tmp_path / "runs" / "run-40").mkdir()
+    control.tag(RunDir(tmp_path / "runs" / "run-40"), ["restored"], [])
+    assert "run-40" not in watch.look(ids) and "run-39" not in watch.look(ids)
+    assert watch.look([*ids, "run-40"])["run-40"].tags == ["restored"]
+
+
+def test_the_change_journal_starts_afresh_when_big_and_a_reader_follows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainers.protocol import changes
+
+    monkeypatch.setattr(changes, "MAX_BYTES", 100)
+    feed = changes.ChangeFeed(tmp_path)
+    changes.note_changed(tmp_path, ["a", "b"])
+    assert feed.read() == ["a", "b"] and feed.read() == []
+    changes.note_changed(tmp_path, [f"run-{i}" for i in range(20)])  # past 100 bytes now
+    assert feed.read()[-1] == "run-19"
+    changes.note_changed(tmp_path, ["c"])  # the writer started afresh: the reader reads the new file whole
+    assert (tmp_path / changes.CHANGES).read_text() == "c\n" and feed.read() == ["c"]
+    with open(tmp_path / changes.CHANGES, "a") as f:
+        f.write("half-writ")  # a line still being written waits
+    assert feed.read() == []
+    with open(tmp_path / changes.CHANGES, "a") as f:
+        f.write("ten\n")
+    assert feed.read() == ["half-written"]
