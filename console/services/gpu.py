@@ -6,8 +6,8 @@ frozen `Devices` snapshot. The app calls it from a thread worker at <= 2 Hz, nev
 
 from __future__ import annotations
 
-import contextlib
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +19,8 @@ from trainers.protocol import processes
 
 NO_GPU = "no NVIDIA GPU found: showing host memory and each run's RSS"
 GIB = 1 << 30
+#: Seconds between two sums of what the home holds (its runs' folders, its trash).
+USAGE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class Disk:
     free: int
     total: int
     needed: int = 0
+    home_bytes: int | None = None  # what the home's runs and trash hold on disk (None: not summed)
 
     @property
     def low(self) -> bool:
@@ -68,17 +71,58 @@ class Devices:
     disk: Disk | None = None
 
 
-def disk_snapshot(home: Path) -> Disk | None:
-    """Free space of the filesystem holding `home`, and the size of its runs' largest last.pt."""
+class HomeUsage:
+    """The home's bytes on disk and its runs' largest last.pt, summed again every USAGE_S (every run's
+    folder: a few `stat`s where the run index's figure still holds, a walk where not), and the live
+    runs' own last.pt at every sample (they are the ones writing checkpoints)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.total: int | None = None
+        self._largest, self._summed_at = 0, -USAGE_S
+
+    def sample(self, live: Iterable[str]) -> tuple[int | None, int]:
+        """(the home's bytes, the largest last.pt now)."""
+        if time.monotonic() - self._summed_at >= USAGE_S:
+            self._summed_at = time.monotonic()
+            self.total, self._largest = self._sum()
+        return self.total, max([self._largest, *(_last_size(self.home / "runs" / run_id) for run_id in live)])
+
+    def _sum(self) -> tuple[int, int]:
+        from trainers.protocol import index  # (the sampler's thread, after the first frame)
+
+        summaries = index.load(self.home)
+        total = largest = 0
+        try:
+            entries = [e for e in os.scandir(self.home / "runs") if e.is_dir()]
+        except OSError:
+            entries = []
+        for entry in entries:
+            largest = max(largest, _last_size(Path(entry.path)))
+            summary = summaries.get(entry.name)
+            if summary is not None and summary.key == index.fingerprint(entry.path):
+                total += int(summary.row.get("size") or 0)
+            else:
+                total += index.disk_size(Path(entry.path))
+        return total + index.disk_size(self.home / "trash"), largest
+
+
+def _last_size(run: Path) -> int:
+    try:
+        return (run / "checkpoints" / "last.pt").stat().st_size
+    except OSError:
+        return 0
+
+
+def disk_snapshot(home: Path, usage: HomeUsage | None = None, live: Iterable[str] = ()) -> Disk | None:
+    """Free space of the filesystem holding `home`, the size of its runs' largest last.pt, and what the
+    home holds."""
     try:
         stat = os.statvfs(home)
     except OSError:
         return None
-    needed = 0
-    for last in home.glob("runs/*/checkpoints/last.pt"):
-        with contextlib.suppress(OSError):
-            needed = max(needed, last.stat().st_size)
-    return Disk(str(home), stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize, needed)
+    home_bytes, needed = (usage or HomeUsage(home)).sample(live)
+    return Disk(str(home), stat.f_bavail * stat.f_frsize, stat.f_blocks * stat.f_frsize, needed, home_bytes)
 
 
 class Sampler(Protocol):
@@ -118,11 +162,14 @@ class NvmlSampler:
     def __init__(self, home: Path | None = None) -> None:
         self._nvml: Any = None
         self.note, self.home = "", home
+        self._usage = HomeUsage(home) if home is not None else None
 
     def sample(self, families: Mapping[str, set[int]]) -> Devices:
         """One snapshot, with the runs home's disk when it knows the home."""
         devices = self._devices(families)
-        return replace(devices, disk=disk_snapshot(self.home)) if self.home is not None else devices
+        if self.home is None:
+            return devices
+        return replace(devices, disk=disk_snapshot(self.home, self._usage, families.keys()))
 
     def _devices(self, families: Mapping[str, set[int]]) -> Devices:
         if self._nvml is None:

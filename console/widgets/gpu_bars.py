@@ -60,6 +60,8 @@ class GpuBars(Widget):
                 need = f"\n  a checkpoint needs {human_bytes(d.disk.needed)}" if d.disk.low else ""
                 text.append(f"disk {human_bytes(d.disk.free)} free of {human_bytes(d.disk.total)}{need}\n",
                             style="bold red" if d.disk.low else "dim")
+                if d.disk.home_bytes is not None:
+                    text.append(f"runs hold {human_bytes(d.disk.home_bytes)}\n", style="dim")
         self._selected(text, width)
         text.rstrip()
         lines = text.split("\n")

@@ -63,3 +63,36 @@ def test_the_devices_pane_shows_the_homes_free_space_in_red_below_a_checkpoint(t
     line = next(line for line in bars.render().split("\n") if line.plain.startswith("disk "))
     assert line.plain == "disk 30M free of 100G" and line.spans[0].style == "dim"
 
+
+
+def test_the_devices_pane_says_what_the_homes_runs_and_trash_hold(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from console.control import Control
+    from trainers.protocol import index
+
+    home = tmp_path / "home"
+    sizes = {"20240101-000000-a-0001": 3000, "20240101-000000-b-0002": 5000, "20240101-000000-c-0003": 7000}
+    for run_id, size in sizes.items():
+        write_run(home, run_id, [{"t": T0, "type": "started"}, {"t": T0 + 1, "type": "finished"}])
+        (home / "runs" / run_id / "checkpoints").mkdir(exist_ok=True)
+        (home / "runs" / run_id / "checkpoints" / "last.pt").write_bytes(b"\0" * size)
+    control = Control(home)
+    control.summaries()  # the index: two runs' sizes come from it, the third's folder changes after
+    runs = {run_id: protocol.RunDir(home / "runs" / run_id) for run_id in sizes}
+    control.remove([runs["20240101-000000-a-0001"]])  # in the trash: still held
+    (home / "runs" / "20240101-000000-c-0003" / "checkpoints" / "best.pt").write_bytes(b"\0" * 11000)
+    whole = sum(index.disk_size(p) for p in (home / "runs", home / "trash"))
+    assert whole > 3000 + 5000 + 7000 + 11000
+    sampler = gpu.NvmlSampler(home)
+    disk = sampler.sample({}).disk
+    assert disk is not None and disk.home_bytes == whole and disk.needed == 7000
+    (home / "runs" / "20240101-000000-b-0002" / "checkpoints" / "last.pt").write_bytes(b"\0" * 9000)
+    disk = sampler.sample({"20240101-000000-b-0002": set()}).disk  # a live run's last.pt: at every sample
+    assert disk is not None and disk.needed == 9000 and disk.home_bytes == whole  # the sum: every 30 s
+    monkeypatch.setattr(gpu, "USAGE_S", 0.0)
+    disk = sampler.sample({}).disk
+    assert disk is not None and disk.home_bytes == whole + 4000
+    bars = GpuBars()
+    bars.devices = gpu.Devices(note="", disk=gpu.Disk(str(home), 30 << 20, 100 << 30, 20 << 20, 1536 << 20))
+    lines = [line.plain for line in bars.render().split("\n")]
+    assert lines[lines.index("disk 30M free of 100G") + 1] == "runs hold 1.5G"
