@@ -8,7 +8,6 @@ import json
 import os
 import re
 import time
-import tomllib
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
@@ -98,6 +97,8 @@ class RunDir:
         script or a search, whose totals are their own (a script's come in its events)."""
         if info.get("kind", "train") != "train":
             return None
+        import tomllib  # (here: the console's first frame needs this module, not a TOML parser)
+
         try:
             with open(self.config, "rb") as f:
                 return epochs_in(info, tomllib.load(f))
