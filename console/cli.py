@@ -10,10 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from trainers import protocol
-
-from . import run_options
-from .serve import options as serve_options
+from trainers import protocol  # (its names load on first use: the console's first frame needs none)
 
 if TYPE_CHECKING:
     from trainers.protocol.tune_config import load_tune
@@ -22,6 +19,8 @@ if TYPE_CHECKING:
     from .control import Control
 
 USAGE_ERROR = 2
+#: The options of `trainconsole` with no command (the console itself); any other word builds the parser.
+CONSOLE_OPTIONS = {"--read-only", "--bell"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -67,6 +66,9 @@ class Version(argparse.Action):
 
 def build_parser() -> Parser:
     """The argument parser for every subcommand."""
+    from . import run_options
+    from .serve import options as serve_options
+
     parser = Parser(prog="trainconsole", description="Launch, watch and kill PyTorch training runs. "
                     "With no command, opens the console (a terminal app); each command below is its "
                     "headless twin.")
@@ -117,6 +119,8 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `trainconsole` command."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if set(argv) <= CONSOLE_OPTIONS:  # the console: its first frame waits for no parser of the commands
+        return open_console("--read-only" in argv, True if "--bell" in argv else None)
     script_args: list[str] = []
     if argv[:1] == ["run"] and "--" in argv:  # `run --script PATH -- ARGS...`: the script's own arguments
         argv, script_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
@@ -169,6 +173,8 @@ def open_console(read_only: bool = False, bell: bool | None = None) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """`run CONFIG [--set ...] [--wait]` or `run --script PATH [-- ARGS]`: print the new run's id; with
     --wait, follow it to the end."""
+    from . import run_options
+
     config, _ = run_options.config_for(args)
     run = control().launch(config, name=args.name)
     print(run.id, flush=True)
@@ -313,6 +319,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """`serve [--host H] [--port P] [--read-only] [--allow-remote] [--max-sessions N] ...`: the console in a
     browser, one console process per tab, behind a token printed once."""
     from .serve import main as serve
+    from .serve import options as serve_options
 
     return serve.run(serve_options.check(args))
 
