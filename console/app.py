@@ -21,17 +21,17 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from console import hangup
-from console.core.board import Board
-from console.core.notices import Before, Notice, notices
 from console.screens.start_screen import StartScreen
-from console.services.tailer import RunsRead, Tailer
 from console.typeahead import TypeAhead
 from trainers import protocol
 
 if TYPE_CHECKING:
     from console.control import Control
+    from console.core.board import Board
+    from console.core.notices import Notice
     from console.screens.main_screen import MainScreen
     from console.services import gpu
+    from console.services.tailer import RunsRead, Tailer
 
 DEVICES_S = 0.5  # NVML at 2 Hz
 DEMO = Path("examples/digits.toml")
@@ -58,8 +58,6 @@ class TrainConsole(App[None]):
         (self.home / "runs").mkdir(mode=0o700, parents=True, exist_ok=True)
         self.sampler = sampler  # None: NVML, set up with the dashboard (not for the first frame)
         self.clock = clock
-        self.board = Board()  # the app's own: the tailer thread hands it updates in RunsRead messages
-        self.tailer = Tailer(self.home, self.post_message, on_error=self._tailer_failed)
         self.loaded = False  # every run's history has been read and taken into the board
         self.leaders: dict[str, tuple[int | None, float | None]] = {}  # handed to the device sampler
         self.config_path = str(config_path or DEMO)
@@ -70,6 +68,21 @@ class TrainConsole(App[None]):
         self.typeahead = TypeAhead(self)  # keys typed ahead wait for the one before to land
         # the terminal's bell with a run's notice: --bell, or TRAINCONSOLE_BELL=1 (off by default)
         self.ring = bell if bell is not None else os.environ.get(BELL_ENV, "") not in ("", "0")
+
+    @cached_property
+    def board(self) -> Board:
+        """The app's own board of runs: the tailer thread hands it updates in RunsRead messages (made, as
+        the tailer is, after the first frame: their modules are not loaded before it)."""
+        from console.core.board import Board
+
+        return Board()
+
+    @cached_property
+    def tailer(self) -> Tailer:
+        """The reader thread that follows every run's event log (started with the dashboard)."""
+        from console.services.tailer import Tailer
+
+        return Tailer(self.home, self.post_message, on_error=self._tailer_failed)
 
     @cached_property
     def control(self) -> Control:
@@ -122,7 +135,8 @@ class TrainConsole(App[None]):
     def on_unmount(self) -> None:
         """Stop the threads (the runs themselves go on)."""
         self._stopping.set()
-        self.tailer.stop()
+        if "tailer" in self.__dict__:  # (made with the dashboard)
+            self.tailer.stop()
 
     def _tailer_failed(self, text: str) -> None:
         try:
@@ -134,6 +148,8 @@ class TrainConsole(App[None]):
 
     def on_runs_read(self, message: RunsRead) -> None:
         """The tailer read something: take it into the board, let it read on, draw it in the next frame."""
+        from console.core.notices import Before, notices
+
         for update in message.updates.values():
             before = Before.of(self.board.runs.get(update.run_id))
             self.board.take(update)

@@ -15,13 +15,6 @@ from console.core.run_state import Event, Note, RunState
 from console.core.run_update import RunUpdate
 from console.core.weights import Snapshot
 
-#: The runs table's columns: key and header.
-COLUMNS = (
-    ("run", "run"), ("status", "status"), ("strategy", "strategy"), ("epoch", "epoch"),
-    ("loss", "loss"), ("acc", "acc"), ("rate", "smp/s"), ("elapsed", "elapsed"),
-)
-#: The column added after those when the home holds runs of more than one host.
-HOST_COLUMN = ("host", "host")
 RANKINGS = ("newest", "best")
 #: One colour per overlaid or compared run, in order (the plot, the compare view's tables and legend).
 RUN_COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
@@ -145,15 +138,6 @@ def label(run: RunState) -> str:
     """A short name for a run: its name and the random end of its id."""
     suffix = run.id.rsplit("-", 1)[-1]
     return f"{run.name}·{suffix}" if run.name and suffix != run.id else run.id
-
-
-def middle(text: str, width: int) -> str:
-    """Shorten from the middle, so both a run's name and the random end of its id stay readable."""
-    width = max(width, 3)
-    if len(text) <= width:
-        return text
-    head = (width - 1) - (width - 1) // 2
-    return text[:head] + "…" + text[len(text) - (width - 1 - head):]
 
 
 def _num(value: float | None, fmt: str) -> str:

@@ -8,11 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.core.board import COLUMNS, HOST_COLUMN, Row
+from console.core.board import Row
+from console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP
 from console.core.run_state import RunState
 
-#: Between a run cell's label and its tags (the table draws the tags dimmed, after the name).
-TAGS_SEP = "\t"
 SORTABLE = tuple(key for key, _ in (*COLUMNS, HOST_COLUMN))
 #: Columns whose natural order is largest first (a sort by them starts there).
 LARGEST_FIRST = frozenset({"acc", "rate", "elapsed", "epoch"})

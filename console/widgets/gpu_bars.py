@@ -9,7 +9,8 @@ from rich.console import Group
 from rich.text import Text
 from textual.widget import Widget
 
-from console.core.board import human_bytes, middle
+from console.core.board import human_bytes
+from console.core.columns import middle
 from console.services.gpu import Devices
 from trainers.protocol.shapes import Mem
 

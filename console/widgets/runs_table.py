@@ -10,8 +10,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 from textual.widgets.data_table import Row as DataRow
 
-from console.core.board import COLUMNS, HOST_COLUMN, middle
-from console.core.table_view import TAGS_SEP
+from console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
 
 #: Fixed widths of every column but "run", which takes the rest of the width.
 WIDTHS = {"status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}

@@ -38,10 +38,18 @@ def test_console_never_imports_torch_torchvision_or_ray(tmp_path: Path) -> None:
     assert result == {"heavy": [], "textual": True, "runs": 5}
 
 
+#: Packages and modules the console's first frame does without (they load once the dashboard opens).
+NOT_FIRST = ["plotext", "textual_plotext", "pynvml", "secrets", "torch", "tomllib", "psutil",
+             "console.core.board", "console.services.tailer", "trainers.protocol.config",
+             "console.serve.options", "console.run_options"]
+
+
 def first_imports(*modules: str) -> list[str]:
-    """Which of the modules the first frame should not need are imported along with `modules`."""
-    script = (f"import json, sys; import {', '.join(modules)}; print(json.dumps(sorted({{m.split('.')[0] "
-              "for m in sys.modules} & {'plotext', 'textual_plotext', 'pynvml', 'secrets', 'torch'})))")
+    """Which of NOT_FIRST are imported along with `modules` (and the home's path, which the app reads)."""
+    script = (f"import json, sys; import {', '.join(modules)}\n"
+              "from trainers import protocol; protocol.home()\n"
+              f"names = {{p for m in sys.modules for p in (m, m.split('.')[0])}}\n"
+              f"print(json.dumps(sorted(names & {set(NOT_FIRST)!r})))")
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
@@ -49,6 +57,9 @@ def first_imports(*modules: str) -> list[str]:
 
 def test_the_first_frame_imports_no_plot_form_or_nvml() -> None:
     # What `trainconsole` imports before its first frame: the dashboard (plotext, the setup form) and NVML
-    # come after it (StartScreen, then TrainConsole.open_dashboard).
+    # come after it (StartScreen, then TrainConsole.open_dashboard), and so do the board, the tailer, the
+    # config schema (a TOML parser) and the commands' options (the console's path skips the parser).
     assert first_imports("console.cli", "console.app") == []
     assert "plotext" in first_imports("console.app", "console.screens.main_screen")  # the check sees it
+    assert {"tomllib", "trainers.protocol.config"} <= set(first_imports("console.control"))
+    assert "console.core.board" in first_imports("console.app", "console.screens.main_screen")

@@ -8,7 +8,6 @@ import random
 import pytest
 
 from console.core.board import (
-    COLUMNS,
     Board,
     build_view,
     duration,
@@ -19,6 +18,7 @@ from console.core.board import (
     rank,
     row,
 )
+from console.core.columns import COLUMNS
 from console.core.history import Series
 from console.core.run_state import RunState
 
