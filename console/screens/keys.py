@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-#: The dashboard's own keys, in the footer's order (the first frame shows them too, dimmed). The runs table's
-#: own keys beyond `/` (> < # a) do not fit an 80-column footer: the runs pane's bottom border names them.
+#: The dashboard's own keys, in the footer's order (the first frame shows them too, dimmed, but RARE_ACTIONS).
+#: The runs table's own keys beyond `/` (> < # a) do not fit an 80-column footer: the runs pane's bottom
+#: border names them.
 KEYS = [
     Binding("l,f5", "launch", "Launch"),
     Binding("s", "stop", "Stop", tooltip="Stop the marked (else the selected) runs: checkpoint, then exit"),
@@ -32,6 +33,12 @@ KEYS = [
     Binding("a", "note", "Write the selected run's note (empty removes it)", show=False),
     Binding("delete", "delete", "Move the marked (else the selected) runs to the trash (y/n)", show=False),
 ]
+
+
+#: Keys that fit only a few selections (a search's trials, the weights view, two marked runs, a script's
+#: metrics): hidden until the dashboard's first frame has selected a run, so that the first frame's footer
+#: has room for `q Quit`; the other keys that depend on the selection show dimmed until then.
+RARE_ACTIONS = ("stop_trial", "train_trial", "layer", "compare", "metric")
 
 
 #: Keys that move between panes and load or save the form (listed in `?`, not the footer).

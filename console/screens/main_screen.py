@@ -22,7 +22,7 @@ from console.core.weights import Snapshot
 from console.screens.form_keys import FormKeys
 from console.screens.frames import Frames
 from console.screens.help_screen import show_help
-from console.screens.keys import KEYS, PANE_KEYS, RANK, WHY, WHY_NOT
+from console.screens.keys import KEYS, PANE_KEYS, RANK, RARE_ACTIONS, WHY, WHY_NOT
 from console.screens.run_commands import RunCommands
 from console.screens.run_marks import RunMarks
 from console.screens.table_keys import TableKeys
@@ -182,9 +182,9 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that fit the selection: x and t for a tune run; h (and space) for other runs; [ ] in the
         weights view; c once two runs are marked. Before the first frame has selected a run, they show
-        dimmed, as on the first screen (which of them fit is not known yet)."""
+        dimmed, as on the first screen (which of them fit is not known yet), but the rare ones are hidden."""
         if self.frames.keys_for is None and action in SELECTION_ACTIONS:
-            return None
+            return False if action in RARE_ACTIONS else None
         tune, sel = self.selection.is_tune(self.board), self.selection
         if action == "filter":  # (in the form's fields, / is typed)
             return not isinstance(self.focused, Input)

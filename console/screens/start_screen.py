@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from console.screens.keys import KEYS
+from console.screens.keys import KEYS, RARE_ACTIONS
 from console.widgets.runs_table import RunsTable
 
 #: In a browser tab, how long the first frame waits for the page's focus (and the footer's keys).
@@ -26,8 +26,9 @@ class StartScreen(Screen[None]):
     _opening = False
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Every dashboard key shows, dimmed, for the fraction of a second before the dashboard opens."""
-        return None
+        """The dashboard's keys show, dimmed, for the fraction of a second before the dashboard opens (but
+        those that fit only a few selections: at 120 columns they would push `q Quit` out)."""
+        return False if action in RARE_ACTIONS else None
 
     def compose(self) -> ComposeResult:
         """The runs table (no rows yet) and the footer."""
