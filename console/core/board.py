@@ -118,6 +118,8 @@ def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
     if run.search is not None and run.search.trials:  # a search: its trial count and best metric so far
         leader = run.search.leader()
         epoch, acc = f"{len(run.search.trials)} tr", "-" if leader is None else _num(leader.best, ".3g")
+    elif run.trials_summary is not None:  # an ended search whose log is not read (the run index's figures)
+        epoch, acc = f"{run.trials_summary[0]} tr", _num(run.trials_summary[1], ".3g")
     elapsed = run.elapsed(now)
     return (
         ("● " if marked else "! " if run.problem else "") + label(run), status_text(run), strategy, epoch,

@@ -79,6 +79,7 @@ class RunState:
     cost: dict[str, Any] | None = None  # trainers/cost.py's figures: from the final or latest `cost` event
     step_times: Series = field(default_factory=Series)  # step -> seconds since the first event (wall axis)
     search: Search | None = None  # a tune run's trials
+    trials_summary: tuple[int, float | None] | None = None  # a search's trials and best, from the run index
     disk_full: bool = False  # its last word on the disk was `disk_full` (paused, or lost for it)
     summarized: bool = False  # made from the run index's summary: its row only, its history not read yet
 
@@ -126,9 +127,13 @@ class RunState:
 def summarized(run_id: str, row: dict[str, Any], facts: dict[str, Any]) -> RunState | None:
     """An ended run's state as its index summary gives it (`trainers.protocol.index`): every fact of its
     row, none of its history (read when it is wanted). None when the summary cannot give the row the log
-    would (a search's trials, a status the facts do not derive)."""
+    would (a status the facts do not derive; a search whose summary lacks its metric or trial count: one
+    made before summaries had them)."""
     last = row.get("last") or {}
-    if row.get("kind") == "tune" or row.get("status") not in FINAL.values() or "t_first" not in facts:
+    tune = row.get("kind") == "tune"
+    if tune and not ("metric" in facts and isinstance(last.get("trials"), int)):
+        return None
+    if row.get("status") not in FINAL.values() or "t_first" not in facts:
         return None
     run = RunState(run_id, summarized=True, said_started=True, alive=False)
     run.strategy = facts.get("strategy") or ""
@@ -144,6 +149,11 @@ def summarized(run_id: str, row: dict[str, Any], facts: dict[str, Any]) -> RunSt
     run.loss = last.get(run.loss_key) if run.loss_key else None
     run.samples_per_s, run.best_val_acc = last.get("samples_per_s"), facts.get("best_val_acc")
     run.disk_full = row.get("paused") == "disk full"
+    if tune:  # its row: the trial count and the best trial's metric (as `index.search_result` ranks them)
+        best = last.get(facts["metric"])
+        run.trials_summary = (last["trials"], best if _is_num(best) else None)
+        if facts["metric"] == "val_acc" and run.best_val_acc is None:
+            run.best_val_acc = run.trials_summary[1]  # `b` ranks a search by its best trial
     return run if run.status == row["status"] else None
 
 

@@ -139,7 +139,7 @@ def scan(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """One read of the whole log, parsing only its `eval`, `started` and `finished` lines (a log of
     megabytes of steps costs one read): the best metrics, and the facts the console's row needs beyond
     the `ls` row (`index_file.Summary.facts`: the first event's time, the last `started`'s strategy and
-    world size, the best val_acc as the console's row ranks it)."""
+    world size (a search's: its metric), the best val_acc as the console's row ranks it)."""
     best: dict[str, Any] = {}
     facts: dict[str, Any] = {"best_val_acc": None}
     try:
@@ -158,6 +158,8 @@ def scan(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
                 facts["best_val_acc"] = acc
         elif kind == STARTED:
             facts.update(strategy=event.get("strategy"), world_size=event.get("world_size"))
+            if event.get("metric"):  # a search's: what its trials are ranked by
+                facts["metric"] = str(event["metric"])
         elif kind == FINISHED and _is_num(event.get("best_val_acc")):
             facts["best_val_acc"] = event["best_val_acc"]
     return best, facts
