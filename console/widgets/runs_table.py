@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 from textual.widgets.data_table import Row as DataRow
+
+if TYPE_CHECKING:
+    from rich.style import Style
+    from textual._types import SegmentLines
 
 from console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
 
@@ -22,6 +27,8 @@ STATUS_STYLES = {
 }
 
 Row = tuple[str, tuple[str, ...]]
+#: Rendered cells kept (a screenful's, several times over); past it they are rendered afresh.
+DRAWN_CELLS = 4000
 
 
 class Cell:
@@ -47,6 +54,7 @@ class RunsTable(DataTable[Cell]):
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
         self._with_host = False
+        self._drawn: dict[tuple[object, ...], SegmentLines] = {}  # rendered cells by text and place
         self._add_columns()
 
     def _columns(self) -> tuple[tuple[str, str], ...]:
@@ -154,6 +162,32 @@ class RunsTable(DataTable[Cell]):
             self._require_update_dimensions = True
             for run_id, cells in self._cells.items():
                 self.update_cell(run_id, "run", self._styled("run", cells[0]))
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> SegmentLines:
+        """DataTable's render of a cell, kept while the cell's text and place are unchanged.
+
+        DataTable keys its own cache on the whole table's update count, so the one changed cell of a live
+        run rendered every visible cell again, through Rich, at every frame (most of a frame's time)."""
+        column_key = self._column_locations.get_key(column_index)
+        if row_index < 0 and column_key is not None:  # a header: its label (the sort column's arrow)
+            label = self.columns[column_key].label
+            text: tuple[object, ...] = (label.plain, str(label.style), tuple(label.spans))
+        else:
+            row_key = self._row_locations.get_key(row_index)
+            cell = self._data.get(row_key, {}).get(column_key) if row_key is not None and column_key else None
+            if not isinstance(cell, Cell):  # a cell of DataTable's own
+                return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            text = (cell.key, cell.value)
+        key = (row_index, column_index, *text, base_style, width, cursor, hover, self._show_hover_cursor,
+               self._pseudo_class_state)
+        lines = self._drawn.get(key)
+        if lines is None:
+            if len(self._drawn) > DRAWN_CELLS:
+                self._drawn.clear()
+            lines = self._drawn[key] = super()._render_cell(row_index, column_index, base_style, width,
+                                                            cursor, hover)
+        return lines
 
     def _styled(self, key: str, value: str) -> Cell:
         return Cell(self, key, value)
