@@ -189,6 +189,12 @@ class RunsTable(DataTable[Cell]):
                                                             cursor, hover)
         return lines
 
+    def _clear_caches(self) -> None:
+        """DataTable's caches go (a style, cursor or layout change): the kept cells with them."""
+        super()._clear_caches()
+        if hasattr(self, "_drawn"):  # (DataTable's own __init__ may clear its caches before ours exist)
+            self._drawn.clear()
+
     def _styled(self, key: str, value: str) -> Cell:
         return Cell(self, key, value)
 
