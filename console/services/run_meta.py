@@ -48,14 +48,9 @@ class MetaWatch:
             start = self._next % len(run_ids)
             window = run_ids[start:start + PER_LOOK] + run_ids[:max(0, start + PER_LOOK - len(run_ids))]
             self._next = start + PER_LOOK
-        known = set(run_ids)
         for run_id in self._feed.read():
             self._named[run_id] = NAMED_LOOKS
-        named = [run_id for run_id in self._named if run_id in known]
-        for run_id in list(self._named):  # a restored run's row may come a scan after its journal line
-            self._named[run_id] -= 1
-            if run_id in known or self._named[run_id] <= 0:
-                del self._named[run_id]
+        named = self._take_named(run_ids) if self._named else []
         changed: dict[str, RunMeta] = {}
         for run_id in dict.fromkeys([*first, *named, *window]):
             path = f"{self.runs}/{run_id}"
@@ -71,3 +66,14 @@ class MetaWatch:
         for gone in self._seen.keys() - set(run_ids):
             del self._seen[gone]
         return changed
+
+    def _take_named(self, run_ids: list[str]) -> list[str]:
+        """The runs the journal named that have rows now; the others wait a look less (a restored run's
+        row may come a scan after its journal line)."""
+        known = set(run_ids)
+        named = [run_id for run_id in self._named if run_id in known]
+        for run_id in list(self._named):
+            self._named[run_id] -= 1
+            if run_id in known or self._named[run_id] <= 0:
+                del self._named[run_id]
+        return named

@@ -17,13 +17,20 @@ def tag(home: Path, run_id: str, name: str) -> None:
     update_meta(RunDir(home / "runs" / run_id), lambda meta: {**meta, "tags": [name]})
 
 
+def home_of(home: Path, count: int, tagged: str = "") -> list[str]:
+    """`count` run folders (each tagged `tagged`, if given); their ids."""
+    ids = [f"run-{i:02d}" for i in range(count)]
+    for run_id in ids:
+        (home / "runs" / run_id).mkdir(parents=True)
+        if tagged:
+            tag(home, run_id, tagged)
+    return ids
+
+
 def test_a_big_home_is_looked_at_in_turns_and_the_selected_run_at_every_look(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run_meta, "PER_LOOK", 4)
-    ids = [f"run-{i:02d}" for i in range(10)]
-    for run_id in ids:
-        (tmp_path / "runs" / run_id).mkdir(parents=True)
-        tag(tmp_path, run_id, "first")
+    ids = home_of(tmp_path, 10, tagged="first")
     watch = MetaWatch(tmp_path)
     seen = [set(watch.look(ids)) for _ in range(3)]  # first looks: every run's tags once, 4 at a time
     assert [len(s) for s in seen] == [4, 4, 2] and set().union(*seen) == set(ids)
@@ -42,9 +49,7 @@ def test_a_run_the_control_layer_changed_is_looked_at_in_the_next_look_whatever_
     from console.control import Control
 
     monkeypatch.setattr(run_meta, "PER_LOOK", 4)
-    ids = [f"run-{i:02d}" for i in range(40)]
-    for run_id in ids:
-        (tmp_path / "runs" / run_id).mkdir(parents=True)
+    ids = home_of(tmp_path, 40)
     watch = MetaWatch(tmp_path)
     watch.look(ids)  # runs 0-3 looked at; run-30's turn is seven looks away
     control = Control(tmp_path)
