@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual._segment_tools import line_crop
+from textual.renderables.styled import Styled
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 from textual.widgets.data_table import Row as DataRow
 
 if TYPE_CHECKING:
-    from rich.style import Style
     from textual._types import SegmentLines
+    from textual.geometry import Region
 
 from console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
 
@@ -29,6 +35,8 @@ STATUS_STYLES = {
 Row = tuple[str, tuple[str, ...]]
 #: Rendered cells kept (a screenful's, several times over); past it they are rendered afresh.
 DRAWN_CELLS = 4000
+#: Drawn lines kept, and cell shapes (see `Shape`), past which they are made afresh.
+DRAWN_LINES = 400
 
 
 class Cell:
@@ -46,8 +54,61 @@ class Cell:
         return str(self.__rich__())
 
 
+class Shape:
+    """How Rich draws a one-style, one-line cell at one place: the padding's, the text's and the fill's
+    styles, learnt once from a one-character template, so that a cell's new text (a live run's loss, at
+    every frame) is drawn as a few segments, not through Rich. A test holds it to Rich's drawing."""
+
+    __slots__ = ("pad", "inner", "right", "crop", "pad_style", "text_style", "fill_style")
+
+    def __init__(self, pad: int, inner: int, right: bool, crop: bool, pad_style: Style | None,
+                 text_style: Style | None, fill_style: Style | None) -> None:
+        self.pad, self.inner, self.right, self.crop = pad, inner, right, crop
+        self.pad_style, self.text_style, self.fill_style = pad_style, text_style, fill_style
+
+    @classmethod
+    def of(cls, line: list[Segment], pad: int, justify: str | None, overflow: str | None) -> Shape | None:
+        """Learn the shape from the template `X`'s line; None where the line is not as expected (then the
+        cell is always drawn through Rich)."""
+        chars = [(ch, segment.style) for segment in line for ch in segment.text]
+        inner, right = len(chars) - 2 * pad, justify == "right"
+        if justify not in (None, "default", "left", "right") or inner < 2:
+            return None
+        at = pad + inner - 1 if right else pad
+        if [ch for ch, _ in chars] != [" "] * at + ["X"] + [" "] * (len(chars) - at - 1):
+            return None
+        pads = {style for _, style in chars[:pad] + chars[pad + inner:]}
+        fills = {style for i, (_, style) in enumerate(chars[pad:pad + inner], pad) if i != at}
+        if len(pads) > 1 or len(fills) != 1:
+            return None
+        crop = overflow in (None, "fold", "crop")  # (Rich cuts a one-line text too long at the cell's end)
+        return cls(pad, inner, right, crop, next(iter(pads), None), chars[at][1], fills.pop())
+
+    def fits(self, text: Text) -> bool:
+        """Whether `text` draws as this shape: one style, printable ASCII, no spaces at its ends (Rich
+        strips them), no wider than the cell unless cut at its end."""
+        plain = text.plain
+        return (not text.spans and (self.crop or len(plain) <= self.inner) and plain.isascii()
+                and plain.isprintable() and plain == plain.strip())
+
+    def line(self, plain: str) -> list[Segment]:
+        """The cell's segments for this text."""
+        plain = plain[: self.inner]
+        fill = Segment(" " * (self.inner - len(plain)), self.fill_style)
+        text = Segment(plain, self.text_style)
+        body = [fill, text] if self.right else [text, fill]
+        if not self.pad:
+            return body
+        pad = Segment(" " * self.pad, self.pad_style)
+        return [pad, *body, pad]
+
+
 class RunsTable(DataTable[Cell]):
     """Every run with its status and latest metrics; the cursor row is the selected run."""
+
+    #: Draw rows and plain cells without DataTable's and Rich's per-cell work (False: as DataTable draws,
+    #: which the tests compare against).
+    FAST = True
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
@@ -55,6 +116,9 @@ class RunsTable(DataTable[Cell]):
         self._order: list[str] = []
         self._with_host = False
         self._drawn: dict[tuple[object, ...], SegmentLines] = {}  # rendered cells by text and place
+        self._lines: dict[tuple[object, ...], Strip] = {}  # drawn rows by their cells and place
+        self._shapes: dict[tuple[object, ...], Shape | None] = {}  # how a plain cell is drawn, by place
+        self._pass: tuple[Any, ...] | None = None  # what a render pass's lines share (`_facts`)
         self._add_columns()
 
     def _columns(self) -> tuple[tuple[str, str], ...]:
@@ -163,9 +227,78 @@ class RunsTable(DataTable[Cell]):
             for run_id, cells in self._cells.items():
                 self.update_cell(run_id, "run", self._styled("run", cells[0]))
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._pseudo_class_state = self.get_pseudo_class_state()
+        self._pass = self._facts()  # what every line of this pass shares (reactives are slow to read)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass = None
+
+    def _facts(self) -> tuple[Any, ...]:
+        """What every line drawn now shares: whether it is `_plain`, the line style, the widths, where the
+        cursor and the hover are and whether they show, the pseudo-classes."""
+        widths = tuple(column.get_render_width(self) for column in self.ordered_columns)
+        return (self._plain(), self.rich_style, self.size.width, widths, self.cursor_coordinate.row,
+                self.hover_coordinate.row, self.show_cursor, self._show_hover_cursor,
+                self._pseudo_class_state)
+
+    def render_line(self, y: int) -> Strip:
+        facts = self._pass or self._facts()
+        if not facts[0]:
+            return super().render_line(y)
+        scroll_x, scroll_y = self.scroll_offset
+        if not (self.show_header and y < self.header_height):
+            y += scroll_y
+        return self._render_line(y, scroll_x, scroll_x + facts[2], facts[1])
+
+    def _plain(self) -> bool:
+        """Whether the table is laid out as `_render_line` draws it itself: a row cursor, one-line rows,
+        no fixed rows or columns, no row labels (DataTable's own drawing serves anything else)."""
+        return (self.FAST and self.cursor_type == "row" and not self.fixed_rows and not self.fixed_columns
+                and not self._should_render_row_labels)
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """A row's line from its kept cells, without DataTable's per-row work (most of a frame's time once
+        the cells are kept); the header, and any table not `_plain`, as DataTable draws them."""
+        facts = self._pass or self._facts()
+        plain, _, width, widths, cursor_row, hover_row, show_cursor, show_hover, pseudo = facts
+        if not plain:
+            return super()._render_line(y, x1, x2, base_style)
+        try:
+            row_key, line_no = self._get_offsets(y)
+        except LookupError:
+            return super()._render_line(y, x1, x2, base_style)
+        row_index = self._row_locations.get(row_key)
+        if row_key is self._header_row_key or row_index is None or line_no:
+            return super()._render_line(y, x1, x2, base_style)
+        cursor, hover = show_cursor and row_index == cursor_row, row_index == hover_row
+        key = (row_index, self._cells.get(row_key.value), cursor, hover, x1, x2, facts)
+        strip = self._lines.get(key)
+        if strip is None:
+            row_style = self._get_row_style(row_index, base_style)
+            segments: list[Segment] = []
+            for column_index, column_width in enumerate(widths):
+                segments.extend(self._render_cell(row_index, column_index, row_style, column_width, cursor,
+                                                  hover)[0])
+            segments.append(Segment(" " * max(0, width - sum(widths)),
+                                    self._extend_style(row_index, row_style, cursor, hover)))
+            strip = Strip(line_crop(segments, x1, x2, width)).adjust_cell_length(width, base_style).simplify()
+            if len(self._lines) > DRAWN_LINES:
+                self._lines.clear()
+            self._lines[key] = strip
+        return strip
+
+    def _extend_style(self, row_index: int, row_style: Style, cursor: bool, hover: bool) -> Style:
+        """The style of the blank past the last column, as DataTable's `_render_line_in_row` makes it."""
+        style, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, self.show_cursor,
+                                                   self._show_hover_cursor, False, False)
+        return row_style + style + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
+
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> SegmentLines:
-        """DataTable's render of a cell, kept while the cell's text and place are unchanged.
+        """A cell's render, kept while the cell's text and place are unchanged; a plain cell (one style, no
+        wider than its column) drawn from its `Shape`, not through Rich.
 
         DataTable keys its own cache on the whole table's update count, so the one changed cell of a live
         run rendered every visible cell again, through Rich, at every frame (most of a frame's time)."""
@@ -173,6 +306,7 @@ class RunsTable(DataTable[Cell]):
         if row_index < 0 and column_key is not None:  # a header: its label (the sort column's arrow)
             label = self.columns[column_key].label
             text: tuple[object, ...] = (label.plain, str(label.style), tuple(label.spans))
+            cell = None
         else:
             row_key = self._row_locations.get_key(row_index)
             cell = self._data.get(row_key, {}).get(column_key) if row_key is not None and column_key else None
@@ -185,15 +319,50 @@ class RunsTable(DataTable[Cell]):
         if lines is None:
             if len(self._drawn) > DRAWN_CELLS:
                 self._drawn.clear()
-            lines = self._drawn[key] = super()._render_cell(row_index, column_index, base_style, width,
-                                                            cursor, hover)
+            lines = self._drawn[key] = self._draw_cell(cell, row_index, column_index, base_style, width,
+                                                       cursor, hover)
         return lines
+
+    def _draw_cell(self, cell: Cell | None, row_index: int, column_index: int, base_style: Style, width: int,
+                   cursor: bool, hover: bool) -> SegmentLines:
+        """Render one cell: from its shape where it is plain, else as DataTable does."""
+        if cell is not None and self._plain():
+            text = cell.__rich__()
+            shape_key = (row_index, column_index, str(text.style), text.justify, text.no_wrap, text.overflow,
+                         base_style, width, cursor, hover, self.show_cursor, self._show_hover_cursor,
+                         self._pseudo_class_state)
+            shape = self._shapes.get(shape_key, False)
+            if shape is False:
+                if len(self._shapes) > DRAWN_LINES:
+                    self._shapes.clear()
+                template = Text("X", style=text.style, justify=text.justify, no_wrap=text.no_wrap,
+                                overflow=text.overflow, end=text.end)
+                shape = self._shapes[shape_key] = Shape.of(
+                    self._rich_cell(template, row_index, column_index, base_style, width, cursor, hover)[0],
+                    self.cell_padding, text.justify, text.overflow)
+            if shape is not None and shape.fits(text):
+                return [shape.line(text.plain)]
+        return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+
+    def _rich_cell(self, text: Text, row_index: int, column_index: int, base_style: Style, width: int,
+                   cursor: bool, hover: bool) -> SegmentLines:
+        """`text` rendered as DataTable renders a one-line body cell at this place (no fixed cells)."""
+        base_style += Style.from_meta({"row": row_index, "column": column_index})
+        component_style, post_style = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+        return self.app.console.render_lines(
+            Styled(Padding(text, (0, self.cell_padding)), pre_style=base_style + component_style,
+                   post_style=post_style), options)
 
     def _clear_caches(self) -> None:
         """DataTable's caches go (a style, cursor or layout change): the kept cells with them."""
         super()._clear_caches()
         if hasattr(self, "_drawn"):  # (DataTable's own __init__ may clear its caches before ours exist)
             self._drawn.clear()
+            self._lines.clear()
+            self._shapes.clear()
 
     def _styled(self, key: str, value: str) -> Cell:
         return Cell(self, key, value)

@@ -1,10 +1,12 @@
 """The runs table renders a cell again only when its text or place changed: a live run's new loss redraws
-that cell, not every visible cell, and the screen shows the new text."""
+that cell, not every visible cell, and the screen shows the new text. It draws its rows itself, and plain
+cells without Rich: every line it draws is the line DataTable draws, character by character, style by
+style, in every state a line can be in."""
 
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable
+from textual.coordinate import Coordinate
 
 from console.core.columns import COLUMNS
 from console.widgets.runs_table import RunsTable
@@ -34,13 +36,13 @@ async def test_one_changed_cell_is_the_one_cell_rendered_again(monkeypatch) -> N
         await pilot.pause()
         assert "0.40" in screen_text(app)
         rendered: list[tuple[int, int]] = []
-        original = DataTable._render_cell
+        original = RunsTable._draw_cell
 
-        def counted(self, row_index, column_index, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def counted(self, cell, row_index, column_index, *args, **kwargs):  # type: ignore[no-untyped-def]
             rendered.append((row_index, column_index))
-            return original(self, row_index, column_index, *args, **kwargs)
+            return original(self, cell, row_index, column_index, *args, **kwargs)
 
-        monkeypatch.setattr(DataTable, "_render_cell", counted)
+        monkeypatch.setattr(RunsTable, "_draw_cell", counted)
         table.update_rows(rows(["0.50", "0.39", "0.30"]))  # run 1's loss changed, nothing else
         await pilot.pause()
         text = screen_text(app)
@@ -50,3 +52,54 @@ async def test_one_changed_cell_is_the_one_cell_rendered_again(monkeypatch) -> N
         rendered.clear()
         screen_text(app)  # nothing changed: nothing rendered again
         assert rendered == []
+
+
+def many(n: int, host: bool = False) -> list[tuple[str, tuple[str, ...]]]:
+    statuses = ["running", "finished", "failed", "paused: disk full", "queued", "lost", "killed", "stopped"]
+    out = []
+    for i in range(n):
+        label = f"resnet18-cifar10·{i:04x}" + (" #baseline #lr-sweep-long-tag" if i % 3 == 0 else "")
+        loss = f"{1 / (i + 3):.{i % 9}f}" if i % 5 else "-"  # (some wider than the column: cut)
+        cells = (label, statuses[i % len(statuses)], ["single", "ddp", "tune 4/8"][i % 3], f"{i % 7}/9", loss,
+                 f"{(i * 7) % 100}%" if i % 2 else "", f"{i * 123:,}", f"{i}:{i % 60:02d}:0{i % 10}")
+        out.append((f"20240101-{i:06d}-run-{i:04x}", (*cells, "gpu-box-7") if host else cells))
+    return out
+
+
+def drawn(table: RunsTable, fast: bool) -> list[list[tuple[str, object]]]:
+    """Every visible line of the table as (character, style) pairs, drawn one way or the other."""
+    table.FAST = fast
+    table._clear_caches()
+    lines = table.render_lines(table.region.reset_offset)  # (as the compositor asks for them)
+    return [[(ch, segment.style) for segment in strip for ch in segment.text] for strip in lines]
+
+
+async def test_the_table_draws_every_line_as_datatable_does() -> None:
+    app = TableApp()
+    async with app.run_test(size=(120, 16)) as pilot:
+        table = app.query_one(RunsTable)
+        checked = shaped = 0
+        for host, width in ((False, 120), (True, 120), (False, 70)):
+            await pilot.resize_terminal(width, 16)
+            table.update_rows(many(40, host))
+            await pilot.pause()
+            for cursor, hover, focused, scroll in ((0, -1, True, 0), (3, 5, True, 0), (4, 4, False, 0),
+                                                   (25, 2, True, 20), (39, -1, False, 30)):
+                table.move_cursor(row=cursor, animate=False)
+                table.hover_coordinate = Coordinate(hover, 0)
+                table._show_hover_cursor = hover >= 0
+                if focused:
+                    table.focus()
+                else:
+                    app.set_focus(None)
+                table.scroll_to(y=scroll, animate=False)
+                await pilot.pause()
+                fast = drawn(table, True)
+                shaped += sum(shape is not None for shape in table._shapes.values())
+                slow = drawn(table, False)
+                assert len(fast) == table.size.height
+                for y, (a, b) in enumerate(zip(fast, slow, strict=True)):
+                    assert a == b, (host, width, cursor, hover, focused, scroll, y)
+                checked += len(fast)
+        assert checked >= 150
+        assert shaped >= 100, "few cells drawn from their shapes: the test compares DataTable with itself"
