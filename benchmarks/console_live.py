@@ -49,23 +49,25 @@ def console(result: Path) -> None:
     from console.core.board import Board
     from console.screens.frames import Frames
 
-    applied: list[float] = []  # stamps of step events applied since the last frame was built
-    shown: list[float] = []  # stamps of events in a frame built, not yet written to the terminal
-    lags: list[float] = []
+    # per step event: its stamp, when the board took it, when the frame that shows it began
+    applied: list[tuple[float, float]] = []  # applied since the last frame was built
+    shown: list[tuple[float, float, float]] = []  # in a frame built, not yet written to the terminal
+    lags: list[tuple[float, float, float, float]] = []  # whole lag, and its three parts
     original = Board.apply
 
     def apply(self: Board, run_id: str, events: list) -> int:  # type: ignore[type-arg]
-        applied.extend(e["t"] for e in events if e.get("type") == "step")
+        now = time.time()
+        applied.extend((e["t"], now) for e in events if e.get("type") == "step")
         return original(self, run_id, events)
 
     Board.apply = apply  # type: ignore[method-assign]
     draw = Frames.draw_frame
 
     def draw_frame(self: Frames) -> None:  # the dashboard's frames (they left the app for `Frames`)
-        batch = applied[:]  # Board.apply runs on this (the UI) thread
+        batch, began = applied[:], time.time()  # Board.apply runs on this (the UI) thread
         applied.clear()
         draw(self)
-        shown.extend(batch)
+        shown.extend((t, taken, began) for t, taken in batch)
 
     Frames.draw_frame = draw_frame  # type: ignore[method-assign]
 
@@ -76,7 +78,7 @@ def console(result: Path) -> None:
             super()._display(screen, renderable)
             if renderable is not None and shown:
                 now = time.time()
-                lags.extend(now - t for t in shown)
+                lags.extend((now - t, taken - t, began - taken, now - began) for t, taken, began in shown)
                 shown.clear()  # (module lists, mutated in place: an instance attribute here once hid
                 # the class's list after the first frame, and only that frame's events were timed)
 
@@ -110,12 +112,22 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         feed.wait()
         time.sleep(1.0)
         term.quit()
-        lags = sorted(json.loads(result.read_text()))
+        parts = json.loads(result.read_text())
+    lags = sorted(p[0] for p in parts)
+
+    def p99(i: int) -> float:
+        values = sorted(p[i] for p in parts)
+        return round(1000 * values[int(0.99 * (len(values) - 1))], 1)
+
     return {"benchmark": "console live load", "runs": args.runs, "events_per_s_per_run": args.rate,
             "events_written": args.runs * args.rate * args.seconds, "events_shown": len(lags),
             "lag_p50_ms": round(1000 * statistics.median(lags), 1),
             "lag_p99_ms": round(1000 * lags[int(0.99 * (len(lags) - 1))], 1),
-            "lag_max_ms": round(1000 * lags[-1], 1), "console_cpu_pct_of_core": round(100 * cpu, 1),
+            "lag_max_ms": round(1000 * lags[-1], 1),
+            # where the lag goes, each part's own p99: read and taken into the board (the tailer's poll
+            # and the UI thread's queue), waiting for the next frame, the frame's build, render and write
+            "p99_read_ms": p99(1), "p99_frame_wait_ms": p99(2), "p99_frame_ms": p99(3),
+            "console_cpu_pct_of_core": round(100 * cpu, 1),
             "terminal_output_kb_per_s": round(out_rate / 1024, 1),
             "machine": machine()}
 
