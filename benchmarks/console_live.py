@@ -43,11 +43,18 @@ def writer(home: Path, runs: int, rate: int, seconds: float) -> None:
         time.sleep(max(0.0, start + (step / per_tick) * tick - time.perf_counter()))
 
 
-def console(result: Path) -> None:
+def console(result: Path, frame_s: float | None, poll_s: float | None) -> None:
     """The real app, instrumented to time each step event from its `t` to the frame that shows it."""
     from console.app import TrainConsole
     from console.core.board import Board
+    from console.screens import frames
     from console.screens.frames import Frames
+    from console.services import tailer
+
+    if frame_s is not None:  # (to try other paces than the console's own)
+        frames.FRAME_S = frame_s
+    if poll_s is not None:
+        tailer.POLL_S = poll_s
 
     # per step event: its stamp, when the board took it, when the frame that shows it began
     applied: list[tuple[float, float]] = []  # applied since the last frame was built
@@ -89,6 +96,8 @@ def console(result: Path) -> None:
 
 def measure(args: argparse.Namespace) -> dict[str, object]:
     """Start the writer and the console, let them run, and report lag percentiles and console CPU."""
+    from console.screens import frames  # (the paces the console keeps unless told others)
+    from console.services import tailer
     with tempfile.TemporaryDirectory() as tmp:
         home, result = Path(tmp) / "home", Path(tmp) / "lags.json"
         me = [sys.executable, __file__]
@@ -96,7 +105,9 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
             [*me, "--writer", str(home), "--runs", str(args.runs), "--rate", str(args.rate), "--seconds",
              str(args.seconds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert feed.stdout is not None and feed.stdout.readline().strip() == "ready"
-        term = Console(home, cmd=[*me, "--console", str(result)])
+        paces = [f"--{name}={value}" for name, value in (("frame-s", args.frame_s), ("poll-s", args.poll_s))
+                 if value is not None]
+        term = Console(home, cmd=[*me, "--console", str(result), *paces])
         term.wait_first_frame()
         time.sleep(2.0)  # read the (empty) histories
         assert feed.stdin is not None
@@ -129,6 +140,8 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
             "p99_read_ms": p99(1), "p99_frame_wait_ms": p99(2), "p99_frame_ms": p99(3),
             "console_cpu_pct_of_core": round(100 * cpu, 1),
             "terminal_output_kb_per_s": round(out_rate / 1024, 1),
+            "frame_s": frames.FRAME_S if args.frame_s is None else args.frame_s,
+            "poll_s": tailer.POLL_S if args.poll_s is None else args.poll_s,
             "machine": machine()}
 
 
@@ -139,13 +152,17 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=500, help="step events per second per run")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds before CPU is measured")
+    parser.add_argument("--frame-s", type=float, help="the console's least time between frames (its own: "
+                        "console/screens/frames.py FRAME_S)")
+    parser.add_argument("--poll-s", type=float, help="how often the console reads live logs (its own: "
+                        "console/services/tailer.py POLL_S)")
     parser.add_argument("--writer", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--console", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
         writer(args.writer, args.runs, args.rate, args.seconds)
     elif args.console:
-        console(args.console)
+        console(args.console, args.frame_s, args.poll_s)
     else:
         print(json.dumps(measure(args)))
 

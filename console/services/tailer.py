@@ -38,6 +38,8 @@ BUDGET = 4 * CHUNK
 #: Events waiting for the app beyond which the thread stops reading until the app has taken them.
 MAX_PENDING = 200_000
 LAUNCH_GRACE_S = 10.0
+#: How often the live runs' logs are read: an event's wait before the frame that shows it (frames.py).
+POLL_S = 0.025
 #: After new runs' rows go out, their histories wait this long: the rows are drawn before they compete.
 HOLD_S = 0.3
 #: Summarized runs whose files are checked for a change per scan (all of them, in turn).
@@ -57,11 +59,11 @@ class RunsRead(Message):
 class Tailer:
     """Follows every run under `root/runs` from a daemon thread and posts `RunsRead` messages."""
 
-    def __init__(self, root: os.PathLike[str], post: Callable[[RunsRead], object], poll: float = 0.025,
+    def __init__(self, root: os.PathLike[str], post: Callable[[RunsRead], object], poll: float | None = None,
                  scan_every: float = 1.0, on_error: Callable[[str], None] = lambda text: None,
                  hold: float = HOLD_S) -> None:
         self.root, self.post, self.on_error = os.fspath(root), post, on_error
-        self.poll, self.scan_every, self.hold = poll, scan_every, hold
+        self.poll, self.scan_every, self.hold = POLL_S if poll is None else poll, scan_every, hold
         self._hold_until = 0.0
         self.loaded = threading.Event()  # set once every run's history has been read and posted
         self.tracked: dict[str, TrackedRun] = {}  # every run
