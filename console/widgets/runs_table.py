@@ -357,8 +357,16 @@ class RunsTable(DataTable[Cell]):
                    post_style=post_style), options)
 
     def _clear_caches(self) -> None:
-        """DataTable's caches go (a style, cursor or layout change): the kept cells with them."""
+        """DataTable's caches go (a cursor or layout change): the kept cells, lines and shapes with them."""
         super()._clear_caches()
+        self._forget_drawn()
+
+    def notify_style_update(self) -> None:
+        """A new theme or style (DataTable clears its caches here without `_clear_caches`)."""
+        super().notify_style_update()
+        self._forget_drawn()
+
+    def _forget_drawn(self) -> None:
         if hasattr(self, "_drawn"):  # (DataTable's own __init__ may clear its caches before ours exist)
             self._drawn.clear()
             self._lines.clear()

@@ -66,10 +66,12 @@ def many(n: int, host: bool = False) -> list[tuple[str, tuple[str, ...]]]:
     return out
 
 
-def drawn(table: RunsTable, fast: bool) -> list[list[tuple[str, object]]]:
-    """Every visible line of the table as (character, style) pairs, drawn one way or the other."""
+def drawn(table: RunsTable, fast: bool, fresh: bool = True) -> list[list[tuple[str, object]]]:
+    """Every visible line of the table as (character, style) pairs, drawn one way or the other (`fresh`:
+    nothing kept from earlier draws)."""
     table.FAST = fast
-    table._clear_caches()
+    if fresh:
+        table._clear_caches()
     lines = table.render_lines(table.region.reset_offset)  # (as the compositor asks for them)
     return [[(ch, segment.style) for segment in strip for ch in segment.text] for strip in lines]
 
@@ -103,3 +105,10 @@ async def test_the_table_draws_every_line_as_datatable_does() -> None:
                 checked += len(fast)
         assert checked >= 150
         assert shaped >= 100, "few cells drawn from their shapes: the test compares DataTable with itself"
+        table.move_cursor(row=3, animate=False)  # a new theme: nothing kept from the old one is drawn
+        await pilot.pause()
+        before = drawn(table, True)
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        after, slow = drawn(table, True, fresh=False), drawn(table, False)
+        assert after == slow and after != before
