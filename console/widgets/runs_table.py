@@ -33,9 +33,10 @@ STATUS_STYLES = {
 }
 
 Row = tuple[str, tuple[str, ...]]
-#: Rendered cells kept (a screenful's, several times over); past it they are rendered afresh.
+#: Rendered cells kept, and cell shapes (see `Shape`): a screenful's, several times over; past it they are
+#: made afresh.
 DRAWN_CELLS = 4000
-#: Drawn lines kept, and cell shapes (see `Shape`), past which they are made afresh.
+#: Drawn lines kept, past which they are drawn afresh.
 DRAWN_LINES = 400
 
 
@@ -333,7 +334,7 @@ class RunsTable(DataTable[Cell]):
                          self._pseudo_class_state)
             shape = self._shapes.get(shape_key, False)
             if shape is False:
-                if len(self._shapes) > DRAWN_LINES:
+                if len(self._shapes) > DRAWN_CELLS:
                     self._shapes.clear()
                 template = Text("X", style=text.style, justify=text.justify, no_wrap=text.no_wrap,
                                 overflow=text.overflow, end=text.end)
