@@ -39,7 +39,7 @@ BUDGET = 4 * CHUNK
 MAX_PENDING = 200_000
 LAUNCH_GRACE_S = 10.0
 #: How often the live runs' logs are read: an event's wait before the frame that shows it (frames.py).
-POLL_S = 0.025
+POLL_S = 0.015
 #: After new runs' rows go out, their histories wait this long: the rows are drawn before they compete.
 HOLD_S = 0.3
 #: Summarized runs whose files are checked for a change per scan (all of them, in turn).
