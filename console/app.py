@@ -6,6 +6,7 @@ Never imports torch, torchvision or ray (runs are separate, detached processes),
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -155,8 +156,14 @@ class TrainConsole(App[None]):
             self.board.take(update)
             self._tell(notices(update, before, self.board.runs.get(update.run_id)))
         self.tailer.taken()
-        if message.loaded and not self.loaded and not self.read_only:
-            self.index_home()
+        if message.loaded and not self.loaded:
+            if not self.read_only:
+                self.index_home()
+            if not self.is_headless:  # (not in a test's process: it would keep that process's garbage)
+                # Every history is read: what is on hand now lives as long as the console, so the cycle
+                # collector stops walking it (a full pass over it held the screen 35-95 ms: the live
+                # lag's p99 went from 132-155 ms to 113-118 ms, benchmarks/console_live.py)
+                gc.freeze()
         self.loaded = self.loaded or message.loaded
         live = [r for r in self.board.runs.values() if r.status == "running"]
         self.leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
