@@ -52,13 +52,17 @@ async def test_without_the_token_every_route_is_refused_and_no_console_starts(se
     assert value == token
     upgrade = {"Origin": f"http://{host}", "Connection": "Upgrade", "Upgrade": "websocket",
                "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    # Wrong tokens that are surely wrong: the last character changed, every letter's case swapped.
+    last_changed = token[:-1] + ("y" if token.endswith("x") else "x")
+    case_swapped = token.swapcase()
+    assert last_changed != token and case_swapped != token  # (a token holds letters: secrets.token_urlsafe)
     async with aiohttp.ClientSession() as http:
         for path in ("", "?token=", "ws", "static/js/textual.js", "static/css/xterm.css", "download/abc"):
             async with http.get(base + path, headers=upgrade if path == "ws" else {}) as r:
                 assert r.status == 401, path
-        for path, headers in (("?token=" + token[:-1] + "x", {}),
+        for path, headers in (("?token=" + last_changed, {}),
                               ("ws", {**upgrade, "Cookie": f"{name}=nope"}),
-                              ("static/js/textual.js", {"Cookie": f"{name}=" + token.upper()})):
+                              ("static/js/textual.js", {"Cookie": f"{name}=" + case_swapped})):
             async with http.get(base + path, headers=headers) as r:
                 assert r.status == 403, path
         # A token is taken from the page's URL only; elsewhere only the cookie counts.
