@@ -45,7 +45,6 @@ class GradientBuckets:
                       for b in self.buckets]
         self.views = [_unflatten_dense_tensors(flat, bucket) for flat, bucket in zip(self.flats, self.buckets,
                                                                                     strict=True)]
-        self.armed = False
         self._reset()
         self.handles = [p.register_post_accumulate_grad_hook(self._ready) for p in params]
 
@@ -67,12 +66,16 @@ class GradientBuckets:
 
     def finish(self, failed: bool) -> None:
         """Start every bucket not started yet (with zeros if this rank failed: its gradients are partial)
-        and wait for all of them. Every rank calls it once per attempt, failed or not."""
+        and wait for all of them. Every rank calls it once per attempt, failed or not.
+
+        It counts its buckets afresh afterwards: an attempt that fails before its last micro-batch is never
+        armed, and must not find the last attempt's buckets counted as started (it would post none while
+        the other ranks post them all, and both would wait for ever)."""
         while self.started < len(self.buckets):
             self._start(self.started, zeros=failed)
         for work in self.works:
             work.wait()
-        self.armed = False
+        self._reset()
 
     def apply(self) -> None:
         """Put the averaged gradients into `.grad` (after `finish`, when no rank failed)."""
@@ -89,6 +92,7 @@ class GradientBuckets:
         self._reset()
 
     def _reset(self) -> None:
+        self.armed = False
         self.ready: list[set[int]] = [set() for _ in self.buckets]
         self.started = 0
         self.works: list[Any] = []
