@@ -269,12 +269,14 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
 
 def plot_view(board: Board, selected: str | None, marked: Iterable[str], buckets: int) -> tuple[
         list[PlotLine], str]:
-    """The plot's lines (the selected run first, then the overlaid ones) and its title."""
+    """The plot's lines (the selected run first, then the marked ones that are not searches) and its
+    title."""
     tune = board.runs.get(selected or "")
     if tune is not None and tune.search is not None:
         return trial_lines(tune.search, buckets), f"{tune.search.metric} per trial: {label(tune)}"
     shown = [i for i in dict.fromkeys([selected, *marked]) if i in board.runs]
-    runs = [board.runs[i] for i in shown]
+    runs = [board.runs[i] for i in shown if i == selected or board.runs[i].kind != "tune"]  # (a search
+    # has no loss of its own: marked, it is only acted on)
     extra = f" +{len(runs) - 1} more" if len(runs) > 1 else ""
     return plot_lines(runs, buckets), (f"{plotted(runs[0])}: {label(runs[0])}{extra}" if runs else "loss")
 

@@ -60,11 +60,15 @@ WHY_NOT = {
     "stop_trial": "x stops a search's trial: select a tune run (its trials are in the plot pane)",
     "train_trial": "t trains a search's trial: select a tune run (its trials are in the plot pane)",
     "weights": "h shows a training run's weights: a search has none of its own (t trains a trial)",
-    "mark": "space marks runs (overlaid on the loss plot): not a tune run, nor in the weights view",
+    "mark": "space marks runs (overlaid on the loss plot): not in the weights view (h: back to the plot)",
     "layer": "[ and ] move between layers in the weights view: press h first",
     "metric": "m plots a run's other metrics: this run logs no metric but its loss",
     "compare": "c compares overlaid runs: mark two or more with space first",
 }
+#: Space on a search marks it as any run (s k r and delete take it with the others), but from a binding of
+#: its own that the footer does not show: beside x and t, an 80-column footer has no room for `space Mark`
+#: and `q Quit`. The selection hides `mark` then, and this binding, after it, takes the key.
+MARK_SEARCH = Binding("space", "mark_search", "", show=False, system=True)
 WHY = [Binding(key, f"why_not('{action}')", "", show=False, system=True)
        for key, action in (("x", "stop_trial"), ("t", "train_trial"), ("h", "weights"), ("space", "mark"),
                            ("m", "metric"),

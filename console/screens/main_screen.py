@@ -22,7 +22,7 @@ from console.core.weights import Snapshot
 from console.screens.form_keys import FormKeys
 from console.screens.frames import Frames
 from console.screens.help_screen import show_help
-from console.screens.keys import KEYS, PANE_KEYS, RANK, RARE_ACTIONS, WHY, WHY_NOT
+from console.screens.keys import KEYS, MARK_SEARCH, PANE_KEYS, RANK, RARE_ACTIONS, WHY, WHY_NOT
 from console.screens.run_commands import RunCommands
 from console.screens.run_marks import RunMarks
 from console.screens.table_keys import TableKeys
@@ -51,7 +51,7 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
     """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
     that act on the runs shown (those on marked runs in `RunMarks`, the table's own in `TableKeys`)."""
 
-    BINDINGS = [*KEYS, *PANE_KEYS, RANK, *WHY]
+    BINDINGS = [*KEYS, *PANE_KEYS, RANK, MARK_SEARCH, *WHY]
 
     def __init__(self, config: Config, source: str, path: str, board: Board, control: Control,
                  clock: Callable[[], float]) -> None:
@@ -180,9 +180,10 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
     # -- keys: which of them fit ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that fit the selection: x and t for a tune run; h (and space) for other runs; [ ] in the
-        weights view; c once two runs are marked. Before the first frame has selected a run, they show
-        dimmed, as on the first screen (which of them fit is not known yet), but the rare ones are hidden."""
+        """Keys that fit the selection: x and t for a tune run; h (and space, as shown) for other runs;
+        [ ] in the weights view; c once two runs are marked. Before the first frame has selected a
+        run, they show dimmed, as on the first screen (which of them fit is not known yet), but the rare
+        ones are hidden."""
         if self.frames.keys_for is None and action in SELECTION_ACTIONS:
             return False if action in RARE_ACTIONS else None
         tune, sel = self.selection.is_tune(self.board), self.selection
@@ -194,6 +195,8 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
             return not tune
         if action == "mark":  # overlaid runs are drawn on the loss plot, not in the weights view
             return not (tune or sel.weights_on)
+        if action == "mark_search":  # (a search is marked too, for s k r delete: not overlaid)
+            return tune
         if action == "layer":
             return sel.weights_on and not tune
         if action == "metric":  # a run that logs more than its loss (a script's own metrics)
@@ -262,6 +265,10 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
         self.selection.toggle_mark(self.selection.selected)
         self.refresh_bindings()  # c shows once two runs are marked
         self.frames.redraw()
+
+    def action_mark_search(self) -> None:
+        """Space on a search: marked as any run (not shown in the footer: see MARK_SEARCH)."""
+        self.action_mark()
 
     def action_weights(self) -> None:
         """Show the selected run's weight histograms in the plot's place, or the loss plot again."""

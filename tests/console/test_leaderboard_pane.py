@@ -201,3 +201,34 @@ async def test_the_cursor_rests_on_the_best_trial_of_a_live_search(tmp_path: Pat
             log.write(json.dumps({"v": 1, "run": TUNE, **trial(5, "running", 2, 0.99, 0.05, 32)}) + "\n")
         await until(pilot, lambda: board._rows[0][0] == "ab12_00005", 20, "#5 on top")
         assert board.selected_trial == "ab12_00005"
+
+
+async def test_a_search_is_marked_with_space_acted_on_with_the_others_but_not_overlaid(
+        finished_search: Path) -> None:
+    """Space marks a tune run as any run (s k r and delete take it with the others), though the footer
+    leaves `space Mark` out beside x and t; the loss plot overlays only the marked runs that have a loss of
+    their own."""
+    from console.screens.confirm_screen import ConfirmScreen
+    from console.widgets.loss_plot import LossPlot
+    from console.widgets.runs_table import RunsTable
+
+    app = make_app(finished_search)
+    async with app.run_test(size=WIDE) as pilot:
+        await settle(pilot)
+        table = app.main.query_one(RunsTable)
+        table.select(TUNE)
+        await pilot.pause()
+        assert app.main.check_action("mark_search", ()) is True and not app.main.check_action("mark", ())
+        await pilot.press("space", "down", "space")
+        await pilot.pause()
+        other = app.main.selection.selected
+        assert other != TUNE and app.main.selection.marked == [TUNE, other]
+        app.main.frames.draw_plot()
+        plot = app.main.query_one(LossPlot)
+        title = str(plot.border_title)
+        assert title.startswith("loss: small-cnn-digits") and "more" not in title  # (not "+1 more")
+        await pilot.press("delete")
+        assert isinstance(app.screen, ConfirmScreen) and "2 runs" in str(app.screen.question)
+        await pilot.press("y")
+        await until(pilot, lambda: not list((finished_search / "runs").iterdir()), 10, "both runs to go")
+    assert {p.name for p in (finished_search / "trash").iterdir()} == {TUNE, other}
