@@ -16,10 +16,16 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from textual import events, work
-from textual.app import App
-from textual.binding import Binding
-from textual.worker import Worker, WorkerState, get_current_worker
+# Textual repaints what changed at most TEXTUAL_FPS times a second (60 unless told): each of our frames then
+# waited up to 17 ms for its repaint (the live lag's p99 ~127 -> ~100 ms at 240, benchmarks/console_live.py).
+# Our own frames are paced (FRAME_S, 20 a second), so a higher cap only repaints sooner. Set before Textual
+# reads it.
+os.environ.setdefault("TEXTUAL_FPS", "240")
+
+from textual import events, work  # noqa: E402
+from textual.app import App  # noqa: E402
+from textual.binding import Binding  # noqa: E402
+from textual.worker import Worker, WorkerState, get_current_worker  # noqa: E402
 
 from console import hangup
 from console.screens.start_screen import StartScreen
@@ -35,6 +41,7 @@ if TYPE_CHECKING:
     from console.services.tailer import RunsRead, Tailer
 
 DEVICES_S = 0.5  # NVML at 2 Hz
+FULL_GC_AFTER = 100  # middle-generation passes between full ones, once every history is read (Python: 10)
 DEMO = Path("examples/digits.toml")
 BELL_ENV = "TRAINCONSOLE_BELL"
 
@@ -162,8 +169,12 @@ class TrainConsole(App[None]):
             if not self.is_headless:  # (not in a test's process: it would keep that process's garbage)
                 # Every history is read: what is on hand now lives as long as the console, so the cycle
                 # collector stops walking it (a full pass over it held the screen 35-95 ms: the live
-                # lag's p99 went from 132-155 ms to 113-118 ms, benchmarks/console_live.py)
+                # lag's p99 went from 132-155 ms to 113-118 ms, benchmarks/console_live.py). The full
+                # passes left (20-45 ms over what came since) then came every ~5 s: one in ten as many
+                # (p99 ~100 -> ~95 ms, with TEXTUAL_FPS above).
                 gc.freeze()
+                young, middle, _ = gc.get_threshold()
+                gc.set_threshold(young, middle, FULL_GC_AFTER)
         self.loaded = self.loaded or message.loaded
         live = [r for r in self.board.runs.values() if r.status == "running"]
         self.leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
