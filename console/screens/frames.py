@@ -16,13 +16,16 @@ from console.widgets.leaderboard import Leaderboard
 from console.widgets.runs_table import RunsTable
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
+
     from console.core.board import Board
     from console.screens.main_screen import MainScreen
 
 #: At most 20 frames a second, and none when nothing changed: an event waits at most this long for its
 #: frame, after the tailer's poll (POLL_S) has read it (benchmarks/console_live.py: p50 and p99 lags).
 FRAME_S = 0.05
-PLOT_S = 0.5  # the plot (the costliest pane) at most twice a second
+PLOT_S = 0.5  # the plot (the costliest pane) about twice a second
+PLOT_AFTER_S = FRAME_S / 4  # after the frame's own render
 
 
 class Frames:
@@ -35,7 +38,8 @@ class Frames:
         self._force: set[str] = {"*"}
         self._frame_timer: object | None = None
         self._last_frame = self._plot_next = 0.0
-        self._plot_scheduled = False
+        self._plot_timer: Timer | None = None  # the plot's next drawing
+        self._plot_aligned = False  # (that timer is just after a frame, not at the plot's time)
         self._importance_key: tuple[str | None, int] | None = None  # the search and ended trials computed
         self.keys_for: tuple[str | None, bool, bool] | None = None  # what the selection fits (None: no frame)
 
@@ -109,15 +113,21 @@ class Frames:
             self.screen.query_one(Leaderboard).show_importance(text)
 
     def _schedule_plot(self) -> None:
-        # Half a frame after the table, so the plot's render never delays the table's frame.
-        if not self._plot_scheduled:
-            self._plot_scheduled = True
-            wait = max(FRAME_S / 2, self._plot_next - time.monotonic())
-            self.screen.set_timer(wait, self.draw_plot)
+        """Draw the plot PLOT_AFTER_S after this frame if it is due by the next one, else once it is due
+        (a later frame may move it to just after itself). Its build and render (~25 ms, the costliest pane)
+        then end before the next frame is due: begun at any other moment, they held that frame up."""
+        due = self._plot_next - time.monotonic()
+        if self._plot_timer is not None:
+            if self._plot_aligned or due > FRAME_S:
+                return
+            self._plot_timer.stop()  # (waiting for its time: now due by the next frame)
+        self._plot_aligned = due <= FRAME_S
+        wait = PLOT_AFTER_S if self._plot_aligned else due
+        self._plot_timer = self.screen.set_timer(wait, self.draw_plot)
 
     def draw_plot(self) -> None:
-        """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S)."""
-        self._plot_scheduled, self._plot_next = False, time.monotonic() + PLOT_S
+        """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S or so)."""
+        self._plot_timer, self._plot_next = None, time.monotonic() + PLOT_S
         if not self._drawable():
             return
         screen, sel, board = self.screen, self.screen.selection, self.screen.board
