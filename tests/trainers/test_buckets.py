@@ -28,7 +28,7 @@ def _free_port() -> int:
 
 
 def _attempt(model: nn.Module, buckets: GradientBuckets, x: torch.Tensor, parts: int,
-             fail_at: int | None) -> tuple[bool, list[int]]:
+             fail_at: int | None) -> list[int]:
     """One attempt as `trainers.step` makes it: micro-batches accumulate, the last one is armed; a failure
     ends the loop; every rank finishes its buckets then learns who failed."""
     model.zero_grad(set_to_none=True)
@@ -44,7 +44,7 @@ def _attempt(model: nn.Module, buckets: GradientBuckets, x: torch.Tensor, parts:
     buckets.finish(failed)
     table = [torch.zeros(1) for _ in range(2)]
     dist.all_gather(table, torch.tensor([float(failed)]))
-    return failed, [r for r, f in enumerate(table) if f.item()]
+    return [r for r, f in enumerate(table) if f.item()]
 
 
 def _setup(rank: int) -> tuple[nn.Module, torch.Tensor]:
@@ -66,8 +66,7 @@ def _rank(rank: int, port: int, out: str) -> None:
         # 1: one micro-batch, rank 1 fails in it (armed); 2: two micro-batches, rank 1 fails in the first
         # (not armed yet) while rank 0 arms and starts every bucket; 3: no one fails.
         for parts, fail_at in ((1, 0), (2, 0), (2, None)):
-            _, who = _attempt(model, buckets, x, parts, fail_at if rank == 1 else None)
-            seen.append(who)
+            seen.append(_attempt(model, buckets, x, parts, fail_at if rank == 1 else None))
         buckets.apply()
         torch.save({"seen": seen, "grads": [p.grad.clone() for p in params]}, f"{out}/rank{rank}.pt")
     finally:

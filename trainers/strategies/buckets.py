@@ -78,7 +78,8 @@ class GradientBuckets:
         self._reset()
 
     def apply(self) -> None:
-        """Put the averaged gradients into `.grad` (after `finish`, when no rank failed)."""
+        """Put the averaged gradients into `.grad` (after `finish`, when no rank failed; `finish` has
+        already counted the buckets afresh)."""
         with torch.no_grad():
             for bucket, flat, views in zip(self.buckets, self.flats, self.views, strict=True):
                 flat /= self.world_size
@@ -89,7 +90,6 @@ class GradientBuckets:
                         p.grad = g.clone()
                     else:
                         p.grad.copy_(g)
-        self._reset()
 
     def _reset(self) -> None:
         self.armed = False
