@@ -96,8 +96,14 @@ def console(result: Path, frame_s: float | None, poll_s: float | None) -> None:
 
 def measure(args: argparse.Namespace) -> dict[str, object]:
     """Start the writer and the console, let them run, and report lag percentiles and console CPU."""
-    from console.screens import frames  # (the paces the console keeps unless told others)
-    from console.services import tailer
+    parts, go, cpu, out_rate = run_live(args)
+    return report(args, parts, go + args.warmup, cpu, out_rate)
+
+
+def run_live(args: argparse.Namespace) -> tuple[list[list[float]], float, float, float]:
+    """The writer and the instrumented console, for `args.seconds`: each event's lag and its parts, when
+    the writer was told to go, the console's CPU (share of a core) and its output (bytes/s) past the
+    warm-up."""
     with tempfile.TemporaryDirectory() as tmp:
         home, result = Path(tmp) / "home", Path(tmp) / "lags.json"
         me = [sys.executable, __file__]
@@ -124,31 +130,38 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         feed.wait()
         time.sleep(1.0)
         term.quit()
-        parts = json.loads(result.read_text())
-    lags = sorted(p[0] for p in parts)
-    # past the warm-up: the 20 runs' first events all come at once, with their first plots and keys
-    steady = [p for p in parts if p[4] >= go + args.warmup]
+        return json.loads(result.read_text()), go, cpu, out_rate
 
-    def p99(i: int, of: list[list[float]] = steady) -> float:
-        values = sorted(p[i] for p in of)
-        return round(1000 * values[int(0.99 * (len(values) - 1))], 1)
 
+def report(args: argparse.Namespace, parts: list[list[float]], steady_from: float, cpu: float,
+           out_rate: float) -> dict[str, object]:
+    """Percentiles of all events' lags, and of the steady ones' (stamped from `steady_from` on: the 20
+    runs' first events all come at once, with their first plots and keys) and of their parts."""
+    from console.screens import frames  # (the paces the console keeps unless told others)
+    from console.services import tailer
+    steady = [p for p in parts if p[4] >= steady_from]
     return {"benchmark": "console live load", "runs": args.runs, "events_per_s_per_run": args.rate,
-            "events_written": args.runs * args.rate * args.seconds, "events_shown": len(lags),
-            "lag_p50_ms": round(1000 * statistics.median(lags), 1),
-            "lag_p99_ms": round(1000 * lags[int(0.99 * (len(lags) - 1))], 1),
-            "lag_max_ms": round(1000 * lags[-1], 1),
+            "events_written": args.runs * args.rate * args.seconds, "events_shown": len(parts),
+            "lag_p50_ms": ms(parts, 0, 0.5), "lag_p99_ms": ms(parts, 0, 0.99), "lag_max_ms": ms(parts, 0, 1),
             # after the warm-up (the seconds before CPU is measured), and where that lag goes, each part's
             # own p99: read and taken into the board (the tailer's poll and the UI thread's queue), waiting
             # for the next frame, the frame's build, render and write
-            "steady_events": len(steady), "steady_lag_p50_ms": round(1000 * statistics.median(
-                p[0] for p in steady), 1), "steady_lag_p99_ms": p99(0),
-            "p99_read_ms": p99(1), "p99_frame_wait_ms": p99(2), "p99_frame_ms": p99(3),
+            "steady_events": len(steady), "steady_lag_p50_ms": ms(steady, 0, 0.5),
+            "steady_lag_p99_ms": ms(steady, 0, 0.99), "p99_read_ms": ms(steady, 1, 0.99),
+            "p99_frame_wait_ms": ms(steady, 2, 0.99), "p99_frame_ms": ms(steady, 3, 0.99),
             "console_cpu_pct_of_core": round(100 * cpu, 1),
             "terminal_output_kb_per_s": round(out_rate / 1024, 1),
             "frame_s": frames.FRAME_S if args.frame_s is None else args.frame_s,
             "poll_s": tailer.POLL_S if args.poll_s is None else args.poll_s,
             "machine": machine()}
+
+
+def ms(parts: list[list[float]], i: int, q: float) -> float:
+    """The `q` quantile of column `i` (0: the whole lag), in milliseconds (q = 0.5: the median)."""
+    values = sorted(p[i] for p in parts)
+    if q == 0.5:
+        return round(1000 * statistics.median(values), 1)
+    return round(1000 * values[int(q * (len(values) - 1))], 1)
 
 
 def main() -> None:
