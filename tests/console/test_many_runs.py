@@ -67,9 +67,13 @@ async def test_rows_come_from_the_index_unread_and_equal_the_rows_of_the_logs(ma
         await until(pilot, lambda: app.main.query_one("#runs").row_count == RUNS, 10, "the table filled")
         # Not one log read for the rows: only the selected run's, for its plot and log pane (and the first
         # row's, selected while the first rows came)
-        read = set(app.board.runs) - set(unread(app))
-        assert app.main.query_one("#runs").selected_id in read and len(read) <= 2
-        assert {i for i, r in app.board.runs.items() if not r.summarized} <= read
+        def read() -> set[str]:
+            return set(app.board.runs) - set(unread(app))
+
+        selected = app.main.query_one("#runs").selected_id  # (its log is asked for at the frame that
+        await until(pilot, lambda: selected in read(), 10, "the selected run's log")  # selects it)
+        assert len(read()) <= 2
+        assert {i for i, r in app.board.runs.items() if not r.summarized} <= read()
         from_index = {i: row(r, app.clock()) for i, r in app.board.runs.items()}
     bare = tmp_path / "bare"  # the same runs without an index: every log read, as before the index
     shutil.copytree(many, bare, copy_function=os.link)
