@@ -25,11 +25,11 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	@command -v tmux >/dev/null || apt-get install -y -qq tmux >/dev/null 2>&1 || echo "tmux missing: the e2e tests will be skipped"
 	@{ [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || { apt-get update -qq; apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 || echo "chromium missing: the browser tests of serve will be skipped"
-	$(VENV)/bin/ruff check console trainers tests benchmarks
+	$(VENV)/bin/ruff check trainconsole tests benchmarks
 	$(PY) -m pytest -q -p no:cacheprovider --durations=30; rc=$$?; [ $$rc -eq 5 ] && { echo "no tests collected"; exit 1; }; exit $$rc
 
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check console trainers tests benchmarks
+	$(VENV)/bin/ruff check trainconsole tests benchmarks
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/overhead.py

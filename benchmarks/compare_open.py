@@ -21,10 +21,10 @@ from pathlib import Path
 from console_common import machine, make_run
 from textual.geometry import Region
 
-from console.app import TrainConsole
-from console.screens.compare_screen import CompareScreen
-from console.services.gpu import SimulatedGpus
-from console.widgets.loss_plot import LossPlot
+from trainconsole.console.app import TrainConsole
+from trainconsole.console.screens.compare_screen import CompareScreen
+from trainconsole.console.services.gpu import SimulatedGpus
+from trainconsole.console.widgets.loss_plot import LossPlot
 
 
 async def measure(runs: int, steps: int, repeat: int, size: tuple[int, int]) -> dict[str, object]:

@@ -45,11 +45,11 @@ def writer(home: Path, runs: int, rate: int, seconds: float) -> None:
 
 def console(result: Path, frame_s: float | None, poll_s: float | None) -> None:
     """The real app, instrumented to time each step event from its `t` to the frame that shows it."""
-    from console.app import TrainConsole
-    from console.core.board import Board
-    from console.screens import frames
-    from console.screens.frames import Frames
-    from console.services import tailer
+    from trainconsole.console.app import TrainConsole
+    from trainconsole.console.core.board import Board
+    from trainconsole.console.screens import frames
+    from trainconsole.console.screens.frames import Frames
+    from trainconsole.console.services import tailer
 
     if frame_s is not None:  # (to try other paces than the console's own)
         frames.FRAME_S = frame_s
@@ -137,8 +137,8 @@ def report(args: argparse.Namespace, parts: list[list[float]], steady_from: floa
            out_rate: float) -> dict[str, object]:
     """Percentiles of all events' lags, and of the steady ones' (stamped from `steady_from` on: the 20
     runs' first events all come at once, with their first plots and keys) and of their parts."""
-    from console.screens import frames  # (the paces the console keeps unless told others)
-    from console.services import tailer
+    from trainconsole.console.screens import frames  # (the paces the console keeps unless told others)
+    from trainconsole.console.services import tailer
     steady = [p for p in parts if p[4] >= steady_from]
     return {"benchmark": "console live load", "runs": args.runs, "events_per_s_per_run": args.rate,
             "events_written": args.runs * args.rate * args.seconds, "events_shown": len(parts),
@@ -173,9 +173,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0,
                         help="seconds before CPU is measured and the steady lag's events begin")
     parser.add_argument("--frame-s", type=float, help="the console's least time between frames (its own: "
-                        "console/screens/frames.py FRAME_S)")
+                        "trainconsole/console/screens/frames.py FRAME_S)")
     parser.add_argument("--poll-s", type=float, help="how often the console reads live logs (its own: "
-                        "console/services/tailer.py POLL_S)")
+                        "trainconsole/console/services/tailer.py POLL_S)")
     parser.add_argument("--writer", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--console", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()

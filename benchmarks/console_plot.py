@@ -23,10 +23,10 @@ from pathlib import Path
 from console_common import machine
 from textual.geometry import Region
 
-from console.app import TrainConsole
-from console.core.board import plot_view
-from console.services.gpu import SimulatedGpus
-from console.widgets.loss_plot import LossPlot
+from trainconsole.console.app import TrainConsole
+from trainconsole.console.core.board import plot_view
+from trainconsole.console.services.gpu import SimulatedGpus
+from trainconsole.console.widgets.loss_plot import LossPlot
 
 
 def history(app: TrainConsole, points: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from console_common import Console, machine
 
-from trainers.protocol import RunDir, defaults, dumps
+from trainconsole.trainers.protocol import RunDir, defaults, dumps
 
 RUN = "20240101-000000-small_cnn-digits-big1"
 PER_EPOCH = 1000
@@ -61,9 +61,9 @@ def make_log(home: Path, events: int) -> None:
 
 def console(result: Path, t0: float, events: int, parser: str) -> None:
     """The real app, timing the first right row and the first plot of the whole history."""
-    from console.app import TrainConsole
-    from console.services import jsonl
-    from console.widgets.runs_table import RunsTable
+    from trainconsole.console.app import TrainConsole
+    from trainconsole.console.services import jsonl
+    from trainconsole.console.widgets.runs_table import RunsTable
 
     if parser == "json":
         jsonl.loads = json.loads

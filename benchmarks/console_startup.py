@@ -47,12 +47,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="finished runs in the home directory")
     parser.add_argument("--minimal", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--module", action="store_true",
-                        help="start `python -m console` from this checkout, not the installed trainconsole")
+                        help="start `python -m trainconsole.console` from this checkout")
     args = parser.parse_args()
     if args.minimal:
         minimal_app()
         return
-    cmd = [sys.executable, "-m", "console"] if args.module else None
+    cmd = [sys.executable, "-m", "trainconsole.console"] if args.module else None
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         finished_runs(home, args.runs, steps=500)

@@ -2,7 +2,8 @@
 
 Runs with the python and torch already on the machine (`make gpu-check PYTHON=python3` on a GPU box: no
 venv, nothing downloaded); packages it cannot find turn their checks into SKIPPED with the reason. Each
-check is a real `python -m trainers RUN_DIR` run (small CNN, synthetic 3x32x32 data, ~40 steps) and prints
+check is a real `python -m trainconsole.trainers RUN_DIR` run (small CNN, synthetic 3x32x32 data, ~40 steps)
+and prints
 PASS / FAIL / SKIPPED with its figure: single on cuda:0; dp (one GPU: the single-device fallback and its
 warning); ddp over nccl (world size = GPU count); model_parallel with a stage per GPU; fp16 with a
 GradScaler; bf16; the NVML sampler's per-process reading mapped to the run; the devices pane drawing it.
@@ -34,10 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling module, 
 
 from gpu_pane_text import pane_text, pane_text_without_textual  # noqa: E402
 
-from trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402 (stdlib only)
+from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402 (stdlib only)
 
 GPU_MARK = "<!-- gpu-check: cuda -->"
-RUN_NEEDS = ("numpy", "psutil")  # what `python -m trainers` imports besides torch and the stdlib
+RUN_NEEDS = ("numpy", "psutil")  # what `python -m trainconsole.trainers` imports besides torch and the stdlib
 BASE = {"model": {"name": "small_cnn"},
         "data": {"name": "synthetic", "samples": 8192, "shape": [3, 32, 32], "classes": 10},
         "train": {"epochs": 1, "batch_size": 128, "max_steps": 40, "lr": 0.01}}
@@ -97,11 +98,12 @@ def make_run(name: str, **sections: dict[str, Any]) -> RunDir:
 
 
 def start(run: RunDir) -> subprocess.Popen[bytes]:
-    """`python -m trainers RUN_DIR` with this python, stdio to the run's files."""
+    """`python -m trainconsole.trainers RUN_DIR` with this python, stdio to the run's files."""
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path}
     with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err:
-        return subprocess.Popen([sys.executable, "-m", "trainers", str(run.path)], stdout=out, stderr=err,
+        return subprocess.Popen([sys.executable, "-m", "trainconsole.trainers", str(run.path)], stdout=out,
+                                stderr=err,
                                 cwd=REPO, env=env)
 
 
@@ -270,7 +272,7 @@ def check_nvml_and_pane(gpus: int) -> list[Result]:
 def sample_live_run() -> tuple[Any, str]:
     import psutil
 
-    from console.services.gpu import NvmlSampler, families
+    from trainconsole.console.services.gpu import NvmlSampler, families
 
     run = make_run("gpu-nvml", train={"epochs": 1000, "max_steps": 0}, strategy={"accelerator": "cuda"})
     proc = start(run)

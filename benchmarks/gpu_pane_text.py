@@ -1,4 +1,5 @@
-"""The devices pane (console/widgets/gpu_bars.py) drawn as plain text for `make gpu-check`'s report: in a
+"""The devices pane (trainconsole/console/widgets/gpu_bars.py) drawn as plain text for `make gpu-check`'s
+report: in a
 headless Textual app where Textual is installed, else by the widget's own render() with a stand-in for
 Textual's Widget (a GPU box's python has rich but no Textual)."""
 
@@ -27,7 +28,7 @@ def pane_text_without_textual(devices: Any, labels: dict[str, str], width: int =
     stub.Widget = Widget  # type: ignore[attr-defined]
     sys.modules.setdefault("textual", types.ModuleType("textual"))
     sys.modules.setdefault("textual.widget", stub)
-    from console.widgets.gpu_bars import GpuBars
+    from trainconsole.console.widgets.gpu_bars import GpuBars
 
     bars = GpuBars()
     bars.show(devices, labels)
@@ -37,14 +38,14 @@ def pane_text_without_textual(devices: Any, labels: dict[str, str], width: int =
 
 
 def pane_text(devices: Any, labels: dict[str, str], width: int = 80) -> str:
-    """The devices pane (console/widgets/gpu_bars.py) drawing `devices`, as plain text."""
+    """The devices pane (trainconsole/console/widgets/gpu_bars.py) drawing `devices`, as plain text."""
     import asyncio
     import io
 
     from rich.console import Console
     from textual.app import App, ComposeResult
 
-    from console.widgets.gpu_bars import GpuBars
+    from trainconsole.console.widgets.gpu_bars import GpuBars
 
     class Pane(App[None]):
         def compose(self) -> ComposeResult:

@@ -1,4 +1,5 @@
-"""What the per-epoch `histogram` event costs: `trainers.histograms.compact` against one training step of
+"""What the per-epoch `histogram` event costs: `trainconsole.trainers.histograms.compact` against one
+training step of
 the same model, and the event's size.
 
 Models: small_cnn on 3×32×32 (batch 128) and torchvision resnet18 at 32×32 (batch 64), SGD, on the CPU
@@ -37,7 +38,7 @@ def measure(name: str, model: object, batch: int, device: object, reps: int) -> 
     import torch
     import torch.nn.functional as F
 
-    from trainers import histograms
+    from trainconsole.trainers import histograms
 
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     model = model.to(device)
@@ -67,7 +68,7 @@ def main() -> None:
     import torch
     import torchvision
 
-    from trainers.models import small_cnn
+    from trainconsole.trainers.models import small_cnn
 
     device = torch.device(args.device)
     print(measure("small_cnn", small_cnn((3, 32, 32), 10), 128, device, args.reps), flush=True)

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 STEPS = 600  # a 0.5 MB-per-step leak at 0.1 s per step is warned before this step
 
-from trainers.protocol import RunDir, dumps, new_run_id, read_all, validate  # noqa: E402
+from trainconsole.trainers.protocol import RunDir, dumps, new_run_id, read_all, validate  # noqa: E402
 
 
 def config_for(name: str, weights: Path) -> dict:
@@ -39,7 +39,8 @@ def start(home: Path, name: str, weights: Path) -> tuple[RunDir, subprocess.Pope
     run.config.write_text(dumps(config_for(name, weights)))
     run.info_path.write_text(json.dumps({"id": run.id, "name": name, "kind": "train"}))
     with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "trainers", str(run.path)], stdout=out, stderr=err,
+        proc = subprocess.Popen([sys.executable, "-m", "trainconsole.trainers", str(run.path)], stdout=out,
+                                stderr=err,
                                 cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     return run, proc
 

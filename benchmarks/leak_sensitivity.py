@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 MAX_STEPS, STEP_S = 1200, 0.1
 
-from trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402
+from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402
 
 PLUGIN = textwrap.dedent('''
     import os, time
@@ -65,7 +65,7 @@ def one(home: Path, plugins: Path, leak_mb: float) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugins), str(REPO)]), "TC_LEAK_MB": str(leak_mb),
            "TC_STEP_S": str(STEP_S)}
     with open(run.stderr, "ab") as err:
-        code = subprocess.run([sys.executable, "-m", "trainers", str(run.path)], stderr=err,
+        code = subprocess.run([sys.executable, "-m", "trainconsole.trainers", str(run.path)], stderr=err,
                               stdout=subprocess.DEVNULL, env=env, cwd=REPO, timeout=3600).returncode
     events = read_all(run.events)
     steps = [e for e in events if e["type"] == "step"]

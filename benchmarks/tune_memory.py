@@ -1,6 +1,7 @@
 """Memory of a tune run's Ray: its processes while idle (Ray up, no trial), and a trial's worker.
 
-Starts Ray exactly as a tune run does (`trainers.tune.session.start`), waits, and sums RSS and PSS (shared
+Starts Ray exactly as a tune run does (`trainconsole.trainers.tune.session.start`), waits, and sums RSS and
+PSS (shared
 pages split between the processes that map them) over every process it started; then runs a short
 search and reads the trial workers' RSS from the `trial` events (`mem.rss`).
 
@@ -19,7 +20,7 @@ from tune_common import machine, search
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainers.tune import session  # noqa: E402
+from trainconsole.trainers.tune import session  # noqa: E402
 
 MIB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""A plain training script that reports its metrics with `from trainers import report`.
+"""A plain training script that reports its metrics with `from trainconsole.trainers import report`.
 
     trainconsole run --script examples/scripts/report_train.py -- --epochs 5
     python examples/scripts/report_train.py --epochs 5        # the same, report() does nothing
@@ -13,7 +13,7 @@ import torch
 from sklearn.datasets import load_digits
 from torch import nn
 
-from trainers import report
+from trainconsole.trainers import report
 
 
 def data(device: torch.device) -> tuple[torch.Tensor, ...]:

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from console.control import runs
-from trainers import protocol
+from trainconsole.console.control import runs
+from trainconsole.trainers import protocol
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 SLEEPER = "import sys, time; time.sleep(120)"

@@ -11,7 +11,7 @@ import pytest
 from processes import wait_for
 from test_cli import DEMO, cli, events, ls
 
-from console.core.run_state import RunState
+from trainconsole.console.core.run_state import RunState
 
 
 def test_a_finished_run_is_refused_and_resume_epochs_trains_on(home: Path) -> None:

@@ -36,7 +36,7 @@ def test_bad_search_exits_2_with_one_line_and_no_run(home: Path, sets: list[str]
 
 
 def test_a_refused_search_never_imports_ray(home: Path) -> None:
-    code = ("import sys\nfrom console import cli\n"
+    code = ("import sys\nfrom trainconsole.console import cli\n"
             "try:\n    cli.main(['tune', sys.argv[1], '--set', 'tune.num_samples=0'])\n"
             "except SystemExit as e:\n    print(e.code, 'ray' in sys.modules, 'torch' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code, DEMO], capture_output=True, text=True, timeout=60)

@@ -11,8 +11,8 @@ import pytest
 from host_helpers import cli, events, marked, sleeper_script
 from processes import wait_for
 
-from trainers import protocol
-from trainers.protocol import RunDir, heartbeat, run_requests, run_status
+from trainconsole.trainers import protocol
+from trainconsole.trainers.protocol import RunDir, heartbeat, run_requests, run_status
 
 
 @pytest.fixture(autouse=True)

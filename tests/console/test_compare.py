@@ -15,12 +15,12 @@ import pytest
 from conftest import REPO, T0, after, make_app, settle, training, until, write_run
 from textual.widgets import DataTable, Input
 
-from console.app import TrainConsole
-from console.core.board import duration, human_bytes
-from console.screens.compare_screen import CompareScreen
-from console.services.gpu import SimulatedGpus
-from console.widgets.loss_plot import LossPlot
-from trainers import protocol
+from trainconsole.console.app import TrainConsole
+from trainconsole.console.core.board import duration, human_bytes
+from trainconsole.console.screens.compare_screen import CompareScreen
+from trainconsole.console.services.gpu import SimulatedGpus
+from trainconsole.console.widgets.loss_plot import LossPlot
+from trainconsole.trainers import protocol
 
 NARROW, WIDE = (80, 24), (120, 40)
 A, B = "20240305-101500-small-cnn-digits-aaaa", "20240305-111500-small-cnn-digits-bbbb"
@@ -66,7 +66,8 @@ class TestSnapshots:
 
 def trainconsole(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {"TRAINCONSOLE_HOME": str(home), "PATH": "/usr/bin:/bin"}
-    return subprocess.run([sys.executable, "-m", "console", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "trainconsole.console", *args], capture_output=True,
+                          text=True,
                           cwd=REPO, env=env, timeout=300)
 
 
@@ -114,7 +115,8 @@ async def test_two_real_runs_compared_then_a_third_started_from_the_view(home: P
     want = protocol.config.read(home / "runs" / chosen / "config.toml")
     want["train"]["lr"] = 0.02
     assert protocol.config.read(home / "runs" / third / "config.toml") == want
-    subprocess.run([sys.executable, "-m", "console", "kill", third], env={"TRAINCONSOLE_HOME": str(home)},
+    subprocess.run([sys.executable, "-m", "trainconsole.console", "kill", third],
+                   env={"TRAINCONSOLE_HOME": str(home)},
                    cwd=REPO, capture_output=True, timeout=60)
 
     cli = trainconsole("compare", *ids, "--json", home=home)

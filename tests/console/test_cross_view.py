@@ -16,8 +16,8 @@ import pytest
 from conftest import make_app, settle, until
 from processes import wait_for
 
-from console.cli_render import epoch_cell
-from console.core.board import row
+from trainconsole.console.cli_render import epoch_cell
+from trainconsole.console.core.board import row
 
 EXE = str(Path(sys.executable).with_name("trainconsole"))
 #: A script that prints its epochs and steps as many do (`Epoch [1/3] Step [4/4] loss: 0.25 samples/s:

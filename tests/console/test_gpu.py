@@ -10,7 +10,7 @@ import types
 import psutil
 import pytest
 
-from console.services import gpu
+from trainconsole.console.services import gpu
 
 GIB = 1 << 30
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from conftest import FINISHED, RUNNING, STOPPED, make_app, settle
 from textual.widgets.data_table import ColumnKey
 
-from console.widgets.runs_table import RunsTable
-from trainers.protocol import RunDir, hosts
+from trainconsole.console.widgets.runs_table import RunsTable
+from trainconsole.trainers.protocol import RunDir, hosts
 
 
 async def test_a_second_host_brings_the_host_column(fixture_home: Path) -> None:

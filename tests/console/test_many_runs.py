@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import make_app, until
 
-from console.core.board import row
-from trainers.protocol import index, index_file
-from trainers.protocol.status import run_status
+from trainconsole.console.core.board import row
+from trainconsole.trainers.protocol import index, index_file
+from trainconsole.trainers.protocol.status import run_status
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from many_runs import add_copy, big_copy  # noqa: E402

@@ -40,14 +40,15 @@ def test_console_never_imports_torch_torchvision_or_ray(tmp_path: Path) -> None:
 
 #: Packages and modules the console's first frame does without (they load once the dashboard opens).
 NOT_FIRST = ["plotext", "textual_plotext", "pynvml", "secrets", "torch", "tomllib", "psutil",
-             "console.core.board", "console.services.tailer", "trainers.protocol.config",
-             "console.serve.options", "console.run_options"]
+             "trainconsole.console.core.board", "trainconsole.console.services.tailer",
+             "trainconsole.trainers.protocol.config", "trainconsole.console.serve.options",
+             "trainconsole.console.run_options"]
 
 
 def first_imports(*modules: str) -> list[str]:
     """Which of NOT_FIRST are imported along with `modules` (and the home's path, which the app reads)."""
     script = (f"import json, sys; import {', '.join(modules)}\n"
-              "from trainers import protocol; protocol.home()\n"
+              "from trainconsole.trainers import protocol; protocol.home()\n"
               f"names = {{p for m in sys.modules for p in (m, m.split('.')[0])}}\n"
               f"print(json.dumps(sorted(names & {set(NOT_FIRST)!r})))")
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -59,7 +60,10 @@ def test_the_first_frame_imports_no_plot_form_or_nvml() -> None:
     # What `trainconsole` imports before its first frame: the dashboard (plotext, the setup form) and NVML
     # come after it (StartScreen, then TrainConsole.open_dashboard), and so do the board, the tailer, the
     # config schema (a TOML parser) and the commands' options (the console's path skips the parser).
-    assert first_imports("console.cli", "console.app") == []
-    assert "plotext" in first_imports("console.app", "console.screens.main_screen")  # the check sees it
-    assert {"tomllib", "trainers.protocol.config"} <= set(first_imports("console.control"))
-    assert "console.core.board" in first_imports("console.app", "console.screens.main_screen")
+    assert first_imports("trainconsole.console.cli", "trainconsole.console.app") == []
+    assert "plotext" in first_imports("trainconsole.console.app",
+                                      "trainconsole.console.screens.main_screen")  # the check sees it
+    assert {"tomllib", "trainconsole.trainers.protocol.config"} <= set(
+        first_imports("trainconsole.console.control"))
+    assert "trainconsole.console.core.board" in first_imports("trainconsole.console.app",
+                                                              "trainconsole.console.screens.main_screen")

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 from conftest import FAILED, LOST, RUNNING, T0, make_app, settle, training, until, write_run
 
-from console.core.board import label
+from trainconsole.console.core.board import label
 
 TROUBLES = ("finished", "failed", "out of memory", "lost", "memory leak", "stopped", "killed")
 

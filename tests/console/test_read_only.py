@@ -10,8 +10,8 @@ import psutil
 import pytest
 from conftest import make_app, settle, until, write_run
 
-from console.screens.confirm_screen import ConfirmScreen
-from console.widgets.runs_table import RunsTable
+from trainconsole.console.screens.confirm_screen import ConfirmScreen
+from trainconsole.console.widgets.runs_table import RunsTable
 
 SLEEPER = "20240305-131500-small-cnn-digits-e5e5"
 

@@ -9,10 +9,10 @@ import pytest
 from conftest import settle, until
 from textual.widgets import Input, Static
 
-from console.app import TrainConsole
-from console.screens.path_screen import PathScreen
-from console.services.gpu import SimulatedGpus
-from console.widgets.run_form import RunForm
+from trainconsole.console.app import TrainConsole
+from trainconsole.console.screens.path_screen import PathScreen
+from trainconsole.console.services.gpu import SimulatedGpus
+from trainconsole.console.widgets.run_form import RunForm
 
 pytestmark = pytest.mark.slow
 

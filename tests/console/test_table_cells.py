@@ -8,8 +8,8 @@ from __future__ import annotations
 from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 
-from console.core.columns import COLUMNS
-from console.widgets.runs_table import RunsTable
+from trainconsole.console.core.columns import COLUMNS
+from trainconsole.console.widgets.runs_table import RunsTable
 
 
 class TableApp(App[None]):

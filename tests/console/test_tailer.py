@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import FAILED, FINISHED, LOST, RUNNING, STOPPED, T0, write_run
 
-from console.core.board import Board
-from console.services import jsonl
-from console.services.tailer import RunsRead, Tailer
-from console.services.tracked_run import CHUNK
+from trainconsole.console.core.board import Board
+from trainconsole.console.services import jsonl
+from trainconsole.console.services.tailer import RunsRead, Tailer
+from trainconsole.console.services.tracked_run import CHUNK
 
 
 class App:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from script_helpers import FIXTURES
 
-from trainers.protocol import EventWriter
-from trainers.scripts.output import OutputEvents, Pump
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.scripts.output import OutputEvents, Pump
 
 CAPTURED = FIXTURES / "captured"
 
@@ -75,7 +75,7 @@ def test_keras_fit_steps_and_each_epochs_values_as_keras_recorded_them(tmp_path:
 
 def test_trainer_lines_without_a_bar_are_counted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """tqdm off (PrinterCallback): once no bar came for a while, each training line is the next step."""
-    monkeypatch.setattr("trainers.scripts.redraws.NO_BAR_S", 0.0)
+    monkeypatch.setattr("trainconsole.trainers.scripts.redraws.NO_BAR_S", 0.0)
     events = OutputEvents(EventWriter(tmp_path / "events.jsonl", "r"), [])
     for line in ("{'loss': '0.69', 'epoch': '0.5'}", "{'eval_loss': '0.6', 'epoch': '1'}",
                  "{'loss': '0.65', 'epoch': '1.5'}"):

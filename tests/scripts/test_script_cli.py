@@ -11,7 +11,7 @@ import pytest
 from processes import wait_for
 from script_helpers import FIXTURES, alive, cli, events, of_type, start, status, tree
 
-from console.core.run_state import RunState
+from trainconsole.console.core.run_state import RunState
 
 MNIST = FIXTURES / "mnist_main.py"
 PRINTED_LOSS = re.compile(r"Train Epoch: (\d+) .*\tLoss: ([0-9.]+)")

@@ -86,8 +86,8 @@ def test_the_console_shows_what_each_script_logs(corpus: dict[str, Any]) -> None
     """The runs table and plot over genuine scripts' events: dcgan has no `loss`, so its first loss-like
     metric is its loss (not `-`, not "no data yet") and m plots each other metric in turn; the tqdm
     script's epoch total is its own (`Epoch 1/2`), not a config's `train.epochs`."""
-    from console.core.board import next_metric, plot_lines, plotted, row
-    from console.core.run_state import RunState
+    from trainconsole.console.core.board import next_metric, plot_lines, plotted, row
+    from trainconsole.console.core.run_state import RunState
 
     dcgan = RunState("dcgan")
     for event in corpus["dcgan"]:

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from trainers.protocol import EventWriter
-from trainers.scripts.formats import read
-from trainers.scripts.output import OutputEvents
-from trainers.scripts.plain import plain
-from trainers.scripts.tracebacks import TracebackWatch
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.scripts.formats import read
+from trainconsole.trainers.scripts.output import OutputEvents
+from trainconsole.trainers.scripts.plain import plain
+from trainconsole.trainers.scripts.tracebacks import TracebackWatch
 
 #: What torch 2.14's elastic agent printed here when rank 1 of 2 raised (captured from a real torchrun).
 TORCHRUN_FAILURE = """\

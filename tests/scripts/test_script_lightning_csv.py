@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from script_helpers import FIXTURES, cli, of_type
 
-from trainers.protocol import EventWriter
-from trainers.scripts.file_tail import Listings
-from trainers.scripts.lightning_csv import LightningCsvTail, row_events
-from trainers.scripts.output import OutputEvents, Pump
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.scripts.file_tail import Listings
+from trainconsole.trainers.scripts.lightning_csv import LightningCsvTail, row_events
+from trainconsole.trainers.scripts.output import OutputEvents, Pump
 
 CAPTURED = FIXTURES / "captured"
 

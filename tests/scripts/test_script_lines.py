@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from trainers.scripts.lines import parse
-from trainers.scripts.parsed import Where
-from trainers.scripts.tracebacks import TracebackWatch, hint
+from trainconsole.trainers.scripts.lines import parse
+from trainconsole.trainers.scripts.parsed import Where
+from trainconsole.trainers.scripts.tracebacks import TracebackWatch, hint
 
 CASES = [
     ("Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.123456", {"loss": 0.123456}, {},

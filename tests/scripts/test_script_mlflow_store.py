@@ -10,7 +10,7 @@ from typing import Any
 
 from script_helpers import FIXTURES, cli, of_type
 
-from trainers.scripts.mlflow_store import MlflowTail, metric_field, stores
+from trainconsole.trainers.scripts.mlflow_store import MlflowTail, metric_field, stores
 
 CAPTURED = FIXTURES / "captured"
 #: the run captured from MLflow 3.17.2 (its experiment's id, then the run's)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainers.protocol import EventWriter
-from trainers.scripts.output import LEAK_WARMUP_STEPS, OutputEvents
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.scripts.output import LEAK_WARMUP_STEPS, OutputEvents
 
 MB = 1 << 20
 

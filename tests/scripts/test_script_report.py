@@ -1,4 +1,5 @@
-"""`from trainers import report`: events under trainconsole (floats from tensors), a no-op without it."""
+"""`from trainconsole.trainers import report`: events under trainconsole (floats from tensors), a no-op
+without it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from script_helpers import cli, of_type
 SCRIPT = """
 import time
 import torch
-from trainers import report
+from trainconsole.trainers import report
 
 for i in range(1, 301):
     report(step=i, loss=torch.tensor(float(i)), epoch=1 + i // 150)
@@ -42,7 +43,8 @@ def test_report_writes_rate_limited_means_and_eval_floats(home: Path, tmp_path: 
 
 def test_report_is_a_silent_no_op_under_plain_python(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINCONSOLE")}
-    code = "import sys\nfrom trainers import report\nreport(step=1, loss=0.5)\nprint('torch' in sys.modules)"
+    code = ("import sys\nfrom trainconsole.trainers import report\nreport(step=1, loss=0.5)\n"
+            "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout.strip() == "False" and out.stderr == ""
     assert list(tmp_path.iterdir()) == []

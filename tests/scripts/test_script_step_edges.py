@@ -12,12 +12,12 @@ from pathlib import Path
 
 from script_helpers import assert_last_states, cli, of_type
 
-from trainers.protocol import EventWriter
-from trainers.scripts.output import MAX_LINE, OutputEvents, Pump
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.scripts.output import MAX_LINE, OutputEvents, Pump
 
 REPORT_SCRIPT = """
 import time
-from trainers import report
+from trainconsole.trainers import report
 
 for i in range(1, 401):
     report(loss=float(i))  # a step in two calls: an event due now must not split them

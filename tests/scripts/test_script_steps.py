@@ -11,9 +11,9 @@ from pathlib import Path
 
 from script_helpers import assert_last_states, cli, of_type
 
-from trainers.protocol import EventWriter
-from trainers.scripts.output import MAX_LINE, OutputEvents, Pump
-from trainers.scripts.report import Reporter
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.scripts.output import MAX_LINE, OutputEvents, Pump
+from trainconsole.trainers.scripts.report import Reporter
 
 TQDM_SCRIPT = """
 import sys, time

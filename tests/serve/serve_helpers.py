@@ -101,7 +101,8 @@ def consoles_of(home: Path) -> list[int]:
 
 def _is_console(process: psutil.Process) -> bool:
     try:
-        return process.cmdline()[1:] in (["-m", "console"], ["-m", "console", "--read-only"])
+        return process.cmdline()[1:] in (["-m", "trainconsole.console"], ["-m", "trainconsole.console",
+                                                                          "--read-only"])
     except (psutil.NoSuchProcess, psutil.ZombieProcess, IndexError):
         return False
 

@@ -13,11 +13,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from trainers import data
-from trainers.loop import Training
-from trainers.protocol import Config
-from trainers.signals import StopFlag
-from trainers.strategies import Strategy
+from trainconsole.trainers import data
+from trainconsole.trainers.loop import Training
+from trainconsole.trainers.protocol import Config
+from trainconsole.trainers.signals import StopFlag
+from trainconsole.trainers.strategies import Strategy
 
 
 class Silent:

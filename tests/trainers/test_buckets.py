@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from trainers.strategies.buckets import GradientBuckets
+from trainconsole.trainers.strategies.buckets import GradientBuckets
 
 TIMEOUT_S = 20  # a pairing that fails shows as a gloo timeout, not a hang
 
@@ -29,7 +29,8 @@ def _free_port() -> int:
 
 def _attempt(model: nn.Module, buckets: GradientBuckets, x: torch.Tensor, parts: int,
              fail_at: int | None) -> list[int]:
-    """One attempt as `trainers.step` makes it: micro-batches accumulate, the last one is armed; a failure
+    """One attempt as `trainconsole.trainers.step` makes it: micro-batches accumulate, the last one is armed;
+    a failure
     ends the loop; every rank finishes its buckets then learns who failed."""
     model.zero_grad(set_to_none=True)
     buckets.attach()

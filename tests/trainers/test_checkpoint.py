@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from trainers import checkpoint, models
-from trainers.checkpoint import CheckpointError
+from trainconsole.trainers import checkpoint, models
+from trainconsole.trainers.checkpoint import CheckpointError
 
 
 class Payload:

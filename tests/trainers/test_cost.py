@@ -1,4 +1,5 @@
-"""A run records its own cost (trainers/cost.py): wall time and the peak memory of its whole process tree,
+"""A run records its own cost (trainconsole/trainers/cost.py): wall time and the peak memory of its whole
+process tree,
 in its final event and in periodic `cost` events."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import psutil
 import pytest
 from trainer_runs import events, make_config, make_run, train
 
-from trainers import cost
+from trainconsole.trainers import cost
 
 
 class Log:

@@ -1,6 +1,7 @@
 """A DDP run's life as the console drives it: a rank that fails, a stop, a kill, two nodes on loopback.
 
-Runs are launched like the console launches them (`console.control.runs`: detached, own process group),
+Runs are launched like the console launches them (`trainconsole.console.control.runs`: detached, own process
+group),
 so "no process left behind" means: nothing alive in the run's process group afterwards.
 """
 
@@ -16,11 +17,11 @@ import pytest
 from processes import wait_for
 from trainer_runs import ON_CPU, REPO, events, make_config, make_run, start
 
-from console.control import runs
-from trainers import checkpoint, protocol
-from trainers.protocol import RunDir
-from trainers.protocol import home as home_dir
-from trainers.strategies.rendezvous import free_port
+from trainconsole.console.control import runs
+from trainconsole.trainers import checkpoint, protocol
+from trainconsole.trainers.protocol import RunDir
+from trainconsole.trainers.protocol import home as home_dir
+from trainconsole.trainers.strategies.rendezvous import free_port
 
 DDP2 = {"name": "ddp", "devices": 2, **ON_CPU}
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ import pytest
 from processes import gone, wait_for
 from ray_nodes import BIN, nodes, ray_nodes
 
-from console.core.run_state import RunState
+from trainconsole.console.core.run_state import RunState
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 from trainer_runs import CUDA, auto_devices, events, make_config, make_run, train
 
-from trainers import data, models, protocol
-from trainers.protocol import RunDir
+from trainconsole.trainers import data, models, protocol
+from trainconsole.trainers.protocol import RunDir
 
 
 def evaluate(model: torch.nn.Module, val: torch.utils.data.TensorDataset) -> float:

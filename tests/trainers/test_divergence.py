@@ -7,8 +7,8 @@ from pathlib import Path
 
 from trainer_runs import REPO, events, make_run, train
 
-from trainers.protocol import validate
-from trainers.troubles.divergence import DivergenceWatch
+from trainconsole.trainers.protocol import validate
+from trainconsole.trainers.troubles.divergence import DivergenceWatch
 
 
 def memory_cap_example(**train_keys: object) -> dict:

@@ -16,11 +16,11 @@ import torch
 from torch import nn
 from trainer_runs import events, make_config, make_run, train
 
-from console.core.run_state import RunState
-from trainers.protocol import run_status
-from trainers.troubles import precision_probe
-from trainers.troubles.explain import explain
-from trainers.troubles.pointed import layer_trace
+from trainconsole.console.core.run_state import RunState
+from trainconsole.trainers.protocol import run_status
+from trainconsole.trainers.troubles import precision_probe
+from trainconsole.trainers.troubles.explain import explain
+from trainconsole.trainers.troubles.pointed import layer_trace
 
 FAULTS = textwrap.dedent('''
     import os
@@ -115,7 +115,8 @@ def failed_of(run: object) -> dict:
 
 def shown(run: object, cause: str, hint: str, field: str = "cause") -> None:
     """`trainconsole logs` prints the whole cause and hint, and the console's log pane holds both."""
-    logs = subprocess.run([sys.executable, "-m", "console", "logs", run.id], capture_output=True, text=True,
+    logs = subprocess.run([sys.executable, "-m", "trainconsole.console", "logs", run.id], capture_output=True,
+                          text=True,
                           env={**os.environ, "TRAINCONSOLE_HOME": str(run.path.parents[1])}, check=True)
     assert f"{field}={cause}" in logs.stdout and f"hint={hint}" in logs.stdout
     console = RunState(run.id)
@@ -218,8 +219,8 @@ def probe(timings: dict[str, float] | None = None, precision: str = "bf16") -> t
                                                                                   nn.Module]:
     """Run the precision probe on a small CPU model. With `timings` ({"fp32": s, "chosen": s}) the probe's
     passes still run, but each is said to take those seconds: the ratio is the test's, not the load's."""
-    from trainers.optim import Precision
-    from trainers.strategies.single import SingleDevice
+    from trainconsole.trainers.optim import Precision
+    from trainconsole.trainers.strategies.single import SingleDevice
 
     strategy = SingleDevice(make_config(strategy={"accelerator": "cpu"}))
     model = nn.Sequential(nn.Flatten(), nn.Linear(64, 10))

@@ -9,9 +9,9 @@ import pytest
 import torch
 from trainer_runs import events, make_config, make_run, train
 
-from trainers import data, protocol
-from trainers.errors import DataFilesMissing, NonFiniteLossError
-from trainers.troubles.explain import explain
+from trainconsole.trainers import data, protocol
+from trainconsole.trainers.errors import DataFilesMissing, NonFiniteLossError
+from trainconsole.trainers.troubles.explain import explain
 
 PLUGINS = textwrap.dedent('''
     from torch import nn
@@ -78,7 +78,8 @@ def test_missing_run_directory_exits_2(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "trainers", str(tmp_path / "nope")], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "trainconsole.trainers", str(tmp_path / "nope")],
+                          capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2 and "is not a run directory" in proc.stderr
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from trainer_runs import events, make_config, make_run, train
 
-from trainers.protocol import run_status
+from trainconsole.trainers.protocol import run_status
 
 
 def test_a_killed_finder_fails_the_run_within_a_minute(tc_home: Path,
@@ -37,7 +37,7 @@ def test_auto_on_a_cpu_without_a_cap_keeps_several_steps_per_epoch(tc_home: Path
 def test_the_cap_covers_every_device_a_process_places_work_on() -> None:
     import torch
 
-    from trainers.troubles.memory_cap import placed
+    from trainconsole.trainers.troubles.memory_cap import placed
 
     cuda = [torch.device(f"cuda:{i}") for i in (0, 1, 0, 2)]
     assert [str(d) for d in placed(cuda)] == ["cuda:0", "cuda:1", "cuda:2"]  # dp, or model_parallel's stages

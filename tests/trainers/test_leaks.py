@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from trainer_runs import REPO, events, make_run, train
 
-from trainers.protocol import validate
-from trainers.troubles.leaks import LeakWatch, fit
+from trainconsole.trainers.protocol import validate
+from trainconsole.trainers.troubles.leaks import LeakWatch, fit
 
 HOARDER = textwrap.dedent('''
     import torch

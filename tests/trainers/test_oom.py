@@ -9,9 +9,9 @@ import pytest
 import torch
 from trainer_runs import events, make_config, make_run, train
 
-from console.core.board import plot_lines
-from console.core.run_state import RunState
-from trainers.protocol import run_status
+from trainconsole.console.core.board import plot_lines
+from trainconsole.console.core.run_state import RunState
+from trainconsole.trainers.protocol import run_status
 
 # 32x32 digits, batch 256: the full batch needs more than 100 MB of activations, half of it does not.
 CAPPED = {"data": {"image_size": 32}, "train": {"batch_size": 256, "epochs": 1, "threads": 1}}
@@ -162,7 +162,7 @@ def test_memory_history_on_cpu_is_accepted_and_reported_unavailable(tc_home: Pat
 
 
 def test_search_doubles_then_bisects() -> None:
-    from trainers.troubles.batch_finder import search
+    from trainconsole.trainers.troubles.batch_finder import search
 
     tried: list[int] = []
 

@@ -10,12 +10,12 @@ import pytest
 import torch
 from trainer_runs import CUDA, make_config
 
-from trainers import data, models
-from trainers.loop import train
-from trainers.optim import LrSchedule
-from trainers.protocol import RunDir
-from trainers.signals import StopFlag
-from trainers.strategies import EpochSampler, make_strategy
+from trainconsole.trainers import data, models
+from trainconsole.trainers.loop import train
+from trainconsole.trainers.optim import LrSchedule
+from trainconsole.trainers.protocol import RunDir
+from trainconsole.trainers.signals import StopFlag
+from trainconsole.trainers.strategies import EpochSampler, make_strategy
 
 
 class Recorder:
@@ -81,7 +81,7 @@ def test_synthetic_is_seeded() -> None:
 
 def test_tensor_batches_cover_the_epoch_and_resume_mid_epoch() -> None:
     config = make_config(data={"name": "synthetic", "samples": 100, "shape": [1, 2, 2]})
-    from trainers.batches import make_batches
+    from trainconsole.trainers.batches import make_batches
 
     ds = data.build(config).train
     batches = make_batches(ds, 16, True, make_strategy(config), seed=7)
@@ -143,7 +143,7 @@ class Items(torch.utils.data.Dataset):
 
 @pytest.mark.parametrize("workers", [0, 1])
 def test_dataloader_batches_follow_the_sampler_and_skip(workers: int) -> None:
-    from trainers.batches import LoaderBatches, make_batches
+    from trainconsole.trainers.batches import LoaderBatches, make_batches
 
     batches = make_batches(Items(), 8, True, make_strategy(make_config()), num_workers=workers, seed=3)
     assert isinstance(batches, LoaderBatches) and len(batches) == 7

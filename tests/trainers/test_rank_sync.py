@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from trainers.strategies import rank_sync
-from trainers.strategies.rank_sync import RankSync
-from trainers.strategies.rendezvous import free_port
+from trainconsole.trainers.strategies import rank_sync
+from trainconsole.trainers.strategies.rank_sync import RankSync
+from trainconsole.trainers.strategies.rendezvous import free_port
 
 
 @pytest.fixture

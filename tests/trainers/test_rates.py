@@ -6,8 +6,8 @@ import time
 
 import torch
 
-from trainers.meter import StepMeter
-from trainers.protocol.rates import MeanRate, mean_rate
+from trainconsole.trainers.meter import StepMeter
+from trainconsole.trainers.protocol.rates import MeanRate, mean_rate
 
 
 def meter_events(pauses: list[float], batch: int = 32) -> tuple[list[dict], float]:

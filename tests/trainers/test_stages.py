@@ -11,14 +11,14 @@ import torch
 from torch.utils.data import DistributedSampler, TensorDataset
 from trainer_runs import ON_CPU, make_config, make_run
 
-from trainers import loop, models
-from trainers.errors import StrategyUnavailable
-from trainers.protocol import EventWriter, read_all
-from trainers.signals import StopFlag
-from trainers.strategies import stages
-from trainers.strategies.pipeline import Pipeline
-from trainers.strategies.rendezvous import rank_envs
-from trainers.strategies.samplers import RankSampler
+from trainconsole.trainers import loop, models
+from trainconsole.trainers.errors import StrategyUnavailable
+from trainconsole.trainers.protocol import EventWriter, read_all
+from trainconsole.trainers.signals import StopFlag
+from trainconsole.trainers.strategies import stages
+from trainconsole.trainers.strategies.pipeline import Pipeline
+from trainconsole.trainers.strategies.rendezvous import rank_envs
+from trainconsole.trainers.strategies.samplers import RankSampler
 
 CPU = torch.device("cpu")
 
@@ -91,7 +91,7 @@ def test_the_not_a_chain_table_matches_installed_torchvision(monkeypatch: pytest
     not chain are exactly protocol's NOT_A_CHAIN, so validation refuses before start what cannot split."""
     from torchvision.models import regnet
 
-    from trainers.protocol.model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
+    from trainconsole.trainers.protocol.model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
 
     widths = regnet.BlockParams.from_init_params  # computes block widths with tensor ops: not on meta
     monkeypatch.setattr(regnet.BlockParams, "from_init_params",
@@ -148,7 +148,7 @@ def test_torchvision_families_train_in_two_stages(tmp_path: Path, name: str) -> 
 
 
 def test_a_plugin_that_does_not_chain_fails_with_a_hint_that_applies() -> None:
-    from trainers.troubles.explain import explain
+    from trainconsole.trainers.troubles.explain import explain
 
     with pytest.raises(StrategyUnavailable) as caught:
         stages.layers_of(torch.nn.Bilinear(2, 2, 2))

@@ -9,8 +9,8 @@ import pytest
 from processes import wait_for
 from trainer_runs import events, make_config, make_run, start, train
 
-from trainers import checkpoint, protocol
-from trainers.protocol import dumps
+from trainconsole.trainers import checkpoint, protocol
+from trainconsole.trainers.protocol import dumps
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """The four strategies train the same thing: DDP(2) on CPU, DataParallel's fallback, model-parallel stages.
 
-DDP runs are real `python -m trainers` processes (or real spawned ranks, for the in-process probes);
+DDP runs are real `python -m trainconsole.trainers` processes (or real spawned ranks, for the in-process
+probes);
 dp and model_parallel run the loop in this process. Checkpoints move between all of them.
 """
 
@@ -14,10 +15,10 @@ import strategy_probes as probes
 import torch
 from trainer_runs import GPUS, ON_CPU, events, make_config, make_run, train
 
-from trainers import checkpoint, loop, models, protocol
-from trainers.protocol import EventWriter, RunDir, read_all
-from trainers.signals import StopFlag
-from trainers.strategies import make_strategy
+from trainconsole.trainers import checkpoint, loop, models, protocol
+from trainconsole.trainers.protocol import EventWriter, RunDir, read_all
+from trainconsole.trainers.signals import StopFlag
+from trainconsole.trainers.strategies import make_strategy
 
 DDP2 = {"name": "ddp", "devices": 2, **ON_CPU}
 

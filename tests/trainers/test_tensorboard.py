@@ -10,7 +10,7 @@ import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from trainer_runs import events, make_config, make_run, train
 
-from console.core.board import Board, weights_view
+from trainconsole.console.core.board import Board, weights_view
 
 
 def test_tensorboard_reader_finds_scalars_and_histograms(tc_home: Path) -> None:

@@ -17,13 +17,13 @@ import pytest
 from processes import wait_for
 from ray_nodes import BIN, nodes, ray_nodes
 
-from console.core.run_state import RunState
+from trainconsole.console.core.run_state import RunState
 
 pytestmark = pytest.mark.slow
 
 STORAGE_CHECK = """
 import json, sys, ray
-from trainers.tune import cluster
+from trainconsole.trainers.tune import cluster
 ray.init(address=sys.argv[1], log_to_driver=False, runtime_env=cluster.runtime_env())
 marker, token = sys.argv[2], sys.argv[3]
 print(json.dumps({"right": cluster.nodes_not_seeing(marker, token, 60),

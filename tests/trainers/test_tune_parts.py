@@ -9,8 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from trainers.protocol import EventWriter, RunDir, read_all, request_trial_stop
-from trainers.tune import bridge, session
+from trainconsole.trainers.protocol import EventWriter, RunDir, read_all, request_trial_stop
+from trainconsole.trainers.tune import bridge, session
 
 TUNE = {"max_t": 4, "scheduler": "asha", "space": {"train.lr": {"uniform": [0.01, 0.1]},
                                                   "train.batch_size": {"choice": [32, 64]}}}
@@ -79,7 +79,7 @@ def test_ray_temp_dir_is_in_the_run_or_a_short_link_to_it(tmp_path: Path) -> Non
 
 
 def test_a_trial_sees_its_stop_request_within_a_second_and_no_other_trials(tmp_path: Path) -> None:
-    from trainers.tune.trial import StopRequest
+    from trainconsole.trainers.tune.trial import StopRequest
 
     mine, other = StopRequest(str(tmp_path), "a_00000"), StopRequest(str(tmp_path), "a_00001")
     assert not mine.is_set() and not other.is_set()
@@ -90,7 +90,7 @@ def test_a_trial_sees_its_stop_request_within_a_second_and_no_other_trials(tmp_p
 
 
 def test_an_epoch_that_ends_while_a_stop_is_asked_is_still_a_result(tmp_path: Path) -> None:
-    from trainers.tune.trial import TrialFiles, TrialReport
+    from trainconsole.trainers.tune.trial import TrialFiles, TrialReport
 
     files = TrialFiles(tmp_path)
     files.last_ckpt.parent.mkdir(parents=True)
@@ -113,12 +113,12 @@ def test_a_reused_worker_starts_the_next_trial_without_the_last_ones_cap_nor_a_g
     import sys
     import textwrap
 
-    from trainers.protocol import defaults
-    from trainers.tune.trial import trial_settings
+    from trainconsole.trainers.protocol import defaults
+    from trainconsole.trainers.tune.trial import trial_settings
 
     child = textwrap.dedent("""
         import resource, torch
-        from trainers.troubles import memory_cap
+        from trainconsole.trainers.troubles import memory_cap
         before = resource.getrlimit(resource.RLIMIT_DATA)
         memory_cap.apply(300, torch.device("cpu"))
         capped = resource.getrlimit(resource.RLIMIT_DATA)

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all
+from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all
 
 REPO = Path(__file__).resolve().parents[2]
 #: What `accelerator = 'auto'` picks here: the expectations of device, backend and precision follow it,
@@ -44,11 +44,12 @@ def make_run(root: Path, config: dict[str, dict[str, Any]], name: str = "test") 
 
 
 def start(run: RunDir, *args: str, pythonpath: str = "") -> subprocess.Popen[bytes]:
-    """Start `python -m trainers RUN_DIR ...` as a real subprocess, stdio to the run's log files."""
+    """Start `python -m trainconsole.trainers RUN_DIR ...` as a real subprocess, stdio to the run's log
+    files."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, str(REPO), env.get("PYTHONPATH", "")) if p)
     with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err:
-        return subprocess.Popen([sys.executable, "-m", "trainers", str(run.path), *args],
+        return subprocess.Popen([sys.executable, "-m", "trainconsole.trainers", str(run.path), *args],
                                 stdout=out, stderr=err, cwd=REPO, env=env)
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from console.core.board import (
+from trainconsole.console.core.board import (
     Board,
     build_view,
     duration,
@@ -18,9 +18,9 @@ from console.core.board import (
     rank,
     row,
 )
-from console.core.columns import COLUMNS
-from console.core.history import Series
-from console.core.run_state import RunState
+from trainconsole.console.core.columns import COLUMNS
+from trainconsole.console.core.history import Series
+from trainconsole.console.core.run_state import RunState
 
 T0 = 1_700_000_000.0
 

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from console.core.compare import MISSING, compare, curves, fact_rows, flatten, text, to_json, to_wall
-from console.core.history import Series
-from console.core.run_state import RunState
+from trainconsole.console.core.compare import (
+    MISSING,
+    compare,
+    curves,
+    fact_rows,
+    flatten,
+    text,
+    to_json,
+    to_wall,
+)
+from trainconsole.console.core.history import Series
+from trainconsole.console.core.run_state import RunState
 
 T0 = 1_709_633_700.0
 

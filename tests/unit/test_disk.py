@@ -6,9 +6,9 @@ import errno
 import json
 from pathlib import Path
 
-from trainers.protocol import EventWriter
-from trainers.troubles.disk import is_disk_full
-from trainers.troubles.explain import explain
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.troubles.disk import is_disk_full
+from trainconsole.trainers.troubles.explain import explain
 
 TORCH_ZIP = "[enforce fail at inline_container.cc:672] . unexpected pos 217280 vs 217168"
 
@@ -39,7 +39,7 @@ def test_a_writer_on_a_full_disk_keeps_its_events_and_writes_them_in_order_later
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr("trainers.protocol.events.os.write", write)
+    monkeypatch.setattr("trainconsole.trainers.protocol.events.os.write", write)
     writer.emit("step", step=2)
     writer.emit("step", step=3)
     assert writer.waiting == 3 and not (tmp_path / ".reserve").exists()  # the ballast went for the warning

@@ -42,7 +42,7 @@ def test_without_a_gpu_every_check_is_skipped(tmp_path: Path) -> None:
 
 def test_the_devices_pane_snapshot_names_the_run() -> None:
     pytest.importorskip("textual")
-    from console.services.gpu import SimulatedGpus
+    from trainconsole.console.services.gpu import SimulatedGpus
 
     devices = SimulatedGpus(count=1, runs=["run-1"]).sample({"run-1": {1}})
     text = gpu_check().pane_text(devices, {"run-1": "gpu-nvml"})
@@ -58,7 +58,7 @@ class Hide(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Hide())
 sys.path.insert(0, "benchmarks")
 import gpu_check
-from console.services.gpu import SimulatedGpus
+from trainconsole.console.services.gpu import SimulatedGpus
 devices = SimulatedGpus(count=1, runs=["run-1"]).sample({"run-1": {1}})
 result = gpu_check.pane_result("pane", devices, {"run-1": "gpu-nvml"}, "gpu-nvml")
 print(result.status, result.figure)
@@ -68,7 +68,7 @@ print(result.status, result.figure)
 def test_the_devices_pane_draws_without_textual_like_with_it() -> None:
     """A GPU box's python has no Textual: the pane's own render() still draws, the same text."""
     pytest.importorskip("textual")
-    from console.services.gpu import SimulatedGpus
+    from trainconsole.console.services.gpu import SimulatedGpus
 
     done = subprocess.run([sys.executable, "-c", HIDE_TEXTUAL], capture_output=True, text=True, timeout=60,
                           cwd=REPO)

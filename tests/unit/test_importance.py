@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from console.core.importance import importance
+from trainconsole.console.core.importance import importance
 
 
 def test_the_driving_parameter_ranks_first_and_a_constant_scores_zero() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.core.leaderboard import Search, rows, searched, status_text
-from console.core.run_state import RunState
+from trainconsole.console.core.leaderboard import Search, rows, searched, status_text
+from trainconsole.console.core.run_state import RunState
 
 
 def trial(tid: str, number: int, status: str, iteration: int, acc: float | None = None, **extra: Any) -> dict:
@@ -68,7 +68,7 @@ def test_searched_values_are_compact() -> None:
 
 
 def test_a_trial_cut_by_asha_gets_a_cut_mark_at_its_last_point_and_others_none() -> None:
-    from console.core.board import trial_lines
+    from trainconsole.console.core.board import trial_lines
 
     search = Search()
     for n, status, accs in ((1, "terminated", (0.5, 0.7, 0.9)), (2, "stopped_early", (0.3,))):

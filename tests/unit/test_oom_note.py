@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console.core.run_state import RunState
+from trainconsole.console.core.run_state import RunState
 
 
 def test_oom_recovered_note_names_step_micro_batch_and_kept_batch() -> None:

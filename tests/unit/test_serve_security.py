@@ -6,9 +6,9 @@ import hmac
 
 import pytest
 
-from console.cli import build_parser, main
-from console.serve import options
-from console.serve.security import Access, Hosts, Tokens, same_origin
+from trainconsole.console.cli import build_parser, main
+from trainconsole.console.serve import options
+from trainconsole.console.serve.security import Access, Hosts, Tokens, same_origin
 
 
 def test_each_token_grants_its_access_and_nothing_else_does() -> None:

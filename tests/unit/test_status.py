@@ -12,8 +12,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainers import protocol
-from trainers.protocol import EventWriter, RunDir, derive_status, last_final, process_alive, run_status
+from trainconsole.trainers import protocol
+from trainconsole.trainers.protocol import (
+    EventWriter,
+    RunDir,
+    derive_status,
+    last_final,
+    process_alive,
+    run_status,
+)
 
 T0 = 1_800_000_000.0
 
@@ -99,7 +106,7 @@ def test_the_run_lock_excludes_a_second_holder(tmp_path: Path) -> None:
     assert order == ["first released", "second"]
 
 
-@pytest.mark.parametrize("module", ["trainers.protocol"])
+@pytest.mark.parametrize("module", ["trainconsole.trainers.protocol"])
 def test_protocol_stays_stdlib_only(module: str) -> None:
     heavy = "('torch', 'psutil', 'textual')"
     code = f"import sys, {module}; print(sorted(m for m in {heavy} if m in sys.modules))"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from console.core.board import row
-from console.core.run_state import RunState
-from console.core.table_view import TAGS_SEP, TableView
-from console.widgets.runs_table import tagged
+from trainconsole.console.core.board import row
+from trainconsole.console.core.run_state import RunState
+from trainconsole.console.core.table_view import TAGS_SEP, TableView
+from trainconsole.console.widgets.runs_table import tagged
 
 
 def runs() -> dict[str, RunState]:

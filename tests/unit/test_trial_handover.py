@@ -3,7 +3,7 @@ on the figures trials report; tests/trainers/test_tune.py runs it on real Ray wo
 
 from __future__ import annotations
 
-from trainers.tune.handover import KEPT, MB, Handover
+from trainconsole.trainers.tune.handover import KEPT, MB, Handover
 
 
 def result(pid: int, rss: int, cuda: int = 0, node: str = "a") -> dict[str, object]:

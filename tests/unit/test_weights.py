@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from console.core.board import Board, plot_lines, weights_view
-from console.core.run_state import RunState
-from console.core.weights import KEEP, Snapshot, Weights, rebin, rows, sparkline
+from trainconsole.console.core.board import Board, plot_lines, weights_view
+from trainconsole.console.core.run_state import RunState
+from trainconsole.console.core.weights import KEEP, Snapshot, Weights, rebin, rows, sparkline
 
 
 def hist(epoch: int, **layers: tuple[float, float, list[int]]) -> dict:

@@ -1,0 +1,333 @@
+"""`trainconsole`: the console with no arguments, and a headless twin for every action."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from trainconsole.trainers import (
+    protocol,  # (its names load on first use: the console's first frame needs none)
+)
+
+if TYPE_CHECKING:
+    from trainconsole.trainers.protocol.tune_config import load_tune
+
+    from . import cli_render as render
+    from .control import Control
+
+USAGE_ERROR = 2
+#: The options of `trainconsole` with no command (the console itself); any other word builds the parser.
+CONSOLE_OPTIONS = {"--read-only", "--bell"}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that reports bad usage as one line on stderr with exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(message)
+
+
+def fail(message: str) -> NoReturn:
+    """Print one error line and exit 2 (the CLI's code for invalid input)."""
+    print(f"trainconsole: error: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_ERROR)
+
+
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+class Version(argparse.Action):
+    """`--version`: the installed package's version (looked up only when asked: the console's first
+    frame does not wait for package metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"trainconsole {version('trainconsole')}")
+        except PackageNotFoundError:
+            print("trainconsole (not installed as a package)")
+        raise SystemExit(0)
+
+
+def build_parser() -> Parser:
+    """The argument parser for every subcommand."""
+    from . import run_options
+    from .serve import options as serve_options
+
+    parser = Parser(prog="trainconsole", description="Launch, watch and kill PyTorch training runs. "
+                    "With no command, opens the console (a terminal app); each command below is its "
+                    "headless twin.")
+    parser.add_argument("--version", action=Version)
+    parser.add_argument("--read-only", action="store_true",
+                        help="the console only watches: launch, stop, kill, resume and the form are refused")
+    parser.add_argument("--bell", action="store_true", default=None,
+                        help="ring the terminal's bell when a run ends or warns (or TRAINCONSOLE_BELL=1)")
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("config", nargs="?" if name == "run" else None, help="TOML config file")
+        cmd.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+        cmd.add_argument("--name", default="", help="a name for the run")
+        cmd.add_argument("--wait", action="store_true", help="block until it ends; exit 0 only on success")
+    run_options.add_options(sub.choices["run"])
+    sub.choices["tune"].add_argument("--ray-address", default="", metavar="ADDR",
+                                     help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
+    sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
+    for name in ("stop", "kill"):
+        sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="*", metavar="ID")
+        sub.choices[name].add_argument("--filter", default="", metavar="EXPR",
+                                       help="every run that matches (as ls --filter)")
+    sub.add_parser("resume", help="resume a run").add_argument("id")
+    sub.choices["resume"].add_argument("--epochs", type=positive_int, metavar="N",
+                                       help="a finished training run: train on to N epochs in all")
+    sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
+                                     help="kill the run if it has not stopped after this long (default 30)")
+    trials = sub.add_parser("trials", help="a search's trials ranked, with parameter importance")
+    trials.add_argument("id")
+    trials.add_argument("--json", action="store_true")
+    compare = sub.add_parser("compare", help="runs side by side: the config keys that differ, results, cost")
+    compare.add_argument("ids", nargs="+", metavar="ID")
+    compare.add_argument("--json", action="store_true")
+    compare.add_argument("--all", action="store_true", help="every config key, not only those that differ")
+    logs = sub.add_parser("logs", help="show a run's events")
+    logs.add_argument("id")
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
+    logs.add_argument("--json", action="store_true", help="events as JSON lines, exactly as logged")
+    from . import cli_manage
+
+    cli_manage.add_parsers(sub)
+    COMMANDS.update(cli_manage.COMMANDS)
+    serve_options.add_options(sub.add_parser("serve", help="the console in a browser (a private URL)"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `trainconsole` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if set(argv) <= CONSOLE_OPTIONS:  # the console: its first frame waits for no parser of the commands
+        return open_console("--read-only" in argv, True if "--bell" in argv else None)
+    script_args: list[str] = []
+    if argv[:1] == ["run"] and "--" in argv:  # `run --script PATH -- ARGS...`: the script's own arguments
+        argv, script_args = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    if argv[:1] == ["tag"] and len(argv) > 2 and not argv[1].startswith("-"):
+        argv.insert(2, "--")  # `tag ID +a -b`: a -b is a tag to remove, not an option
+    args = build_parser().parse_args(argv)
+    args.script_args = script_args
+    if args.command is None:
+        return open_console(args.read_only, args.bell)
+    _import_commands()
+    # Plug-ins named in configs resolve from the working directory, as with `python -m`.
+    sys.path.insert(0, os.getcwd())
+    try:
+        return COMMANDS[args.command](args)
+    except (protocol.ConfigError, Refused) as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        print("\ninterrupted; runs keep going in the background", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `logs ID | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 0
+
+
+def _import_commands() -> None:
+    """The headless commands' modules (psutil, subprocess, the tune schema), imported only when a command
+    runs: the console's first frame waits for none of them."""
+    global load_tune, render, Control, Refused
+    from trainconsole.trainers.protocol.tune_config import load_tune
+
+    from . import cli_render as render
+    from .control import Control, Refused
+
+
+def control() -> Control:
+    """The control layer for this command: every action on a run goes through it."""
+    return Control(protocol.home())
+
+
+def open_console(read_only: bool = False, bell: bool | None = None) -> int:
+    """Open the Textual console."""
+    try:
+        from .app import TrainConsole
+    except ImportError:
+        fail("the console is not available yet; use a subcommand (see trainconsole --help)")
+    TrainConsole(read_only=read_only, bell=bell).run()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """`run CONFIG [--set ...] [--wait]` or `run --script PATH [-- ARGS]`: print the new run's id; with
+    --wait, follow it to the end."""
+    from . import run_options
+
+    config, _ = run_options.config_for(args)
+    run = control().launch(config, name=args.name)
+    print(run.id, flush=True)
+    return follow(run) if args.wait else 0
+
+
+def follow(run: protocol.RunDir) -> int:
+    """`--wait`: show the run's progress until it ends; 0 only if it finished."""
+    progress = render.Progress(sys.stderr)
+    state = control().wait(run, on_event=progress.show)
+    progress.close(state)
+    return 0 if state == "finished" else 1
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """`tune CONFIG [--set ...] [--ray-address ADDR] [--wait]`: start a search (checked before Ray starts,
+    nothing created when it is invalid); print its run id."""
+    sets = args.set + ([f"tune.ray_address={json.dumps(args.ray_address)}"] if args.ray_address else [])
+    run = control().launch(load_tune(args.config, sets), name=args.name)
+    print(run.id, flush=True)
+    return follow(run) if args.wait else 0
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    """`ls [--json] [--filter EXPR] [--trash]`: every run (that matches), its status and latest metrics."""
+    from .cli_manage import ls_csv, matching
+
+    found = control().trashed() if args.trash else matching(args.filter)
+    if args.csv:
+        print(ls_csv([s.row for s in found]), end="")
+        return 0
+    print(render.json_rows([s.row_text for s in found])
+          if args.json else render.table([s.row for s in found]))
+    return 0
+
+
+def _run(run_id: str) -> protocol.RunDir:
+    run = control().find(run_id)
+    if run is None:
+        fail(f"id: no run matches {run_id!r} (see trainconsole ls)")
+    return run
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """`stop ID... [--filter EXPR]`: ask the runs to checkpoint and stop (all at once); kill any that does
+    not within the grace period."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from trainconsole.console.cli_manage import picked
+
+    found = picked(args.id, args.filter)
+    if not found:
+        print("trainconsole: no run matches the filter", file=sys.stderr)
+        return 0
+    door = control()
+    before = [door.status(run) for run in found]
+    if not args.grace >= 0:
+        fail(f"--grace: must be a number of seconds >= 0 (got {args.grace})")
+    with ThreadPoolExecutor(max_workers=len(found)) as pool:
+        states = list(pool.map(lambda run: door.stop(run, grace=args.grace), found))
+    for run, was, state in zip(found, before, states, strict=True):
+        print(f"{run.id} {state}" + ("" if was == "running" else " (was not running)"))
+    return 0
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    """`kill ID... [--filter EXPR]`: SIGKILL each run and every process it started."""
+    from trainconsole.console.cli_manage import picked
+
+    door, failed = control(), False
+    found = picked(args.id, args.filter)
+    if not found:
+        print("trainconsole: no run matches the filter", file=sys.stderr)
+    for run in found:
+        survivors = door.kill(run)
+        if survivors:
+            print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)
+            failed = True
+        else:
+            print(f"{run.id} {door.status(run)}")
+    return 1 if failed else 0
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """`resume ID`: continue a run that ended from its last checkpoint."""
+    run = _run(args.id)
+    try:
+        control().resume(run, epochs=args.epochs)
+    except protocol.RunBusy as e:
+        fail(str(e))
+    except FileNotFoundError as e:
+        fail(f"id: {e}")
+    print(run.id)
+    return 0
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    """`logs ID [--follow] [--json]`: print the run's events, as text or exactly as logged."""
+    run = _run(args.id)
+    reader = protocol.EventReader(run.events)
+    show = (lambda line: line.decode(errors="replace")) if args.json else render.event_line
+    while True:
+        # Look at the status before reading, so that the events written as the run ends still print.
+        more = args.follow and control().status(run) in ("running", "queued")
+        for line in reader.read_lines():
+            print(show(line), flush=True)
+        if not more:
+            return 0
+        time.sleep(0.2)
+
+
+def cmd_trials(args: argparse.Namespace) -> int:
+    """`trials ID [--json]`: a search's trials ranked by its metric, and each parameter's importance."""
+    from .services import search_report
+
+    run = _run(args.id)
+    search = search_report.search_of(run)
+    if search is None:
+        fail(f"id: {run.id} is not a tune run (see trainconsole ls: kind tune)")
+    if args.json:
+        print(json.dumps(search_report.report(run, search), indent=1))
+    else:
+        print(search_report.text(search))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """`compare ID ID... [--json] [--all]`: the runs' results and cost, and the config keys that differ."""
+    from . import cli_manage
+    from .core import compare
+    from .services import compare_runs
+
+    found = [_run(i) for i in args.ids]
+    if len({r.id for r in found}) < 2:
+        fail("id: compare takes two or more different runs (see trainconsole ls)")
+    report = cli_manage.with_marks(compare.to_json(compare_runs.comparison(found), args.all), found)
+    print(json.dumps(report, indent=1) if args.json else compare.text(report))
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """`serve [--host H] [--port P] [--read-only] [--allow-remote] [--max-sessions N] ...`: the console in a
+    browser, one console process per tab, behind a token printed once."""
+    from .serve import main as serve
+    from .serve import options as serve_options
+
+    return serve.run(serve_options.check(args))
+
+
+COMMANDS = {
+    "run": cmd_run, "tune": cmd_tune, "ls": cmd_ls, "stop": cmd_stop, "kill": cmd_kill,
+    "resume": cmd_resume, "logs": cmd_logs, "trials": cmd_trials,
+    "compare": cmd_compare, "serve": cmd_serve,
+}

@@ -1,0 +1,126 @@
+"""Plain-text rendering for the headless CLI: the runs table, event lines, and `--wait` progress."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, TextIO
+
+from trainconsole.trainers.protocol import Event
+
+#: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
+WORDS = frozenset({"cause", "message", "hint"})
+COLUMNS = ("id", "status", "strategy", "epoch", "step", "loss", "val_acc", "samples/s", "started")
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The `ls` table: one line per run, columns padded to fit; a host column when the home holds runs
+    of more than one host."""
+    if not rows:
+        return "no runs yet (start one with: trainconsole run examples/digits.toml)"
+    hosts = len({row.get("host") for row in rows if row.get("host")}) > 1
+    header = (*COLUMNS, "host") if hosts else COLUMNS
+    cells = [header] + [(*_cells(row), row.get("host") or "-") if hosts else _cells(row) for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
+
+
+def _cells(row: dict[str, Any]) -> tuple[str, ...]:
+    last = row.get("last") or {}
+    started = row.get("started_at")
+    return (
+        row["id"], status_cell(row), row.get("strategy") or "-", epoch_cell(last),
+        _num(last.get("step")), _num(last.get("loss"), ".4f"), _num(last.get("val_acc"), ".3f"),
+        _num(last.get("samples_per_s"), ".0f"),
+        time.strftime("%m-%d %H:%M", time.localtime(started)) if started else "-",
+    )
+
+
+def status_cell(row: dict[str, Any]) -> str:
+    """The status, as the console's row shows it: `paused: disk full` for a run waiting for disk space."""
+    if row.get("paused") and row["status"] == "running":
+        return f"paused: {row['paused']}"
+    return f"{row['status']}: {row['paused']}" if row.get("paused") else row["status"]
+
+
+def epoch_cell(last: dict[str, Any]) -> str:
+    """`3/10`: the epoch and the epochs in all, as the console's row shows it (`3` if the total is not
+    known, `-` before the first epoch)."""
+    epoch, total = last.get("epoch"), last.get("epochs")
+    if epoch is None:
+        return "-"
+    return f"{epoch}/{total}" if isinstance(total, int) else f"{epoch}"
+
+
+def _num(value: Any, fmt: str = "") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def event_line(line: bytes) -> str:
+    """One logged event as a readable line (or the raw text if it is not an event)."""
+    try:
+        event = json.loads(line)
+        return describe(event)
+    except (ValueError, TypeError, AttributeError):
+        return line.decode(errors="replace")
+
+
+def describe(event: Event) -> str:
+    """A short human description of an event, prefixed with its local time."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.get("t", 0)))
+    kind = event.get("type", "?")
+    skip = {"v", "t", "run", "type", "mem", "traceback", "config", "layers"}
+    fields = " ".join(f"{k}={_short(v, k in WORDS)}" for k, v in event.items() if k not in skip)
+    if isinstance(event.get("layers"), dict):  # a histogram event: its bins are for the console's view
+        fields += f" layers={len(event['layers'])}"
+    return f"{stamp} {kind:<10} {fields}".rstrip()
+
+
+def _short(value: Any, whole: bool = False) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return text if whole or len(text) <= 80 else text[:77] + "..."
+
+
+def trial_line(event: Event) -> str:
+    """A tune trial's state on one line: `trial #3 stopped_early @2  val_acc=0.91  lr=0.01 batch_size=64`."""
+    metrics = "  ".join(f"{k}={_short(v)}" for k, v in (event.get("metrics") or {}).items())
+    config = " ".join(f"{k}={_short(v)}" for k, v in (event.get("config") or {}).items())
+    cause = f"  {event['cause']}" if event.get("cause") else ""
+    return (f"  trial #{event.get('number', '?')} {event.get('status')} @{event.get('iteration', 0)}  "
+            f"{metrics}  {config}{cause}").rstrip()
+
+
+class Progress:
+    """`run --wait` progress: a live line on a terminal, a line per epoch otherwise."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.live = out.isatty()
+
+    def show(self, event: Event) -> None:
+        """Render one event of the followed run."""
+        kind = event.get("type")
+        if kind == "step" and self.live:
+            self.out.write(f"\r  epoch {event.get('epoch')} step {event.get('step')} "
+                           f"loss {event.get('loss', 0):.4f}  {event.get('samples_per_s', 0):.0f} samples/s ")
+            self.out.flush()
+        elif kind == "trial" and event.get("status") not in ("running", "pending"):  # a trial's end
+            self.out.write(("\r\033[K" if self.live else "") + trial_line(event) + "\n")
+            self.out.flush()
+        elif kind in ("started", "eval", "checkpoint", "warning", "failed", "finished", "stopped", "killed"):
+            self.out.write(("\r\033[K" if self.live else "") + describe(event) + "\n")
+            if kind == "failed" and event.get("hint"):
+                self.out.write(f"  hint: {event['hint']}\n")
+            self.out.flush()
+
+    def close(self, status: str) -> None:
+        """Finish the display with the run's final status."""
+        self.out.write(("\r\033[K" if self.live else "") + f"run {status}\n")
+        self.out.flush()
+
+
+def json_rows(rows: list[str]) -> str:
+    """`ls --json`: a JSON array of rows given as JSON texts (the run index keeps them so), one per line."""
+    return "[\n" + ",\n".join(rows) + "\n]" if rows else "[]"

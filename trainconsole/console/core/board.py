@@ -1,0 +1,320 @@
+"""The console's pure core: the board of runs, their table rows, ranking and plot lines.
+
+No Textual and no I/O here, so all of it is unit-tested directly. The app owns the `Board`: it takes the
+reader thread's `RunUpdate`s into it, and reads rows and plot lines from it at a few frames per second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any as Object
+
+from trainconsole.console.core import leaderboard
+from trainconsole.console.core.run_state import Event, Note, RunState
+from trainconsole.console.core.run_update import RunUpdate
+from trainconsole.console.core.weights import Snapshot
+
+RANKINGS = ("newest", "best")
+#: One colour per overlaid or compared run, in order (the plot, the compare view's tables and legend).
+RUN_COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
+SHORT_STRATEGY = {"model_parallel": "mp"}
+
+
+class Board:
+    """Every run the console knows, and which of them changed since the screen last looked."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, RunState] = {}
+        self._dirty: set[str] = set()
+        self._cells: dict[str, tuple[tuple[bool, bool], tuple[str, ...]]] = {}  # run id -> (how, its cells)
+        self._order: tuple[str, int, list[RunState]] | None = None  # the ranking, run count and order
+
+    def cells(self, run: RunState, now: float, marked: bool, with_host: bool) -> tuple[str, ...]:
+        """A run's row cells (COLUMNS, and its host if `with_host`), kept until it changes (`forget_rows`):
+        a frame of 10,000 runs formats only the rows of those that changed."""
+        how = (marked, with_host)
+        kept = self._cells.get(run.id)
+        if kept is not None and kept[0] == how:
+            return kept[1]
+        cells = row(run, now, marked) + ((run.host or "-",) if with_host else ())
+        self._cells[run.id] = (how, cells)
+        return cells
+
+    def ranked(self, by: str, changed: set[str]) -> list[RunState]:
+        """The runs in table order (`rank`), sorted again only when a run changed or the ranking did."""
+        if self._order is None or changed - {"*"} or self._order[:2] != (by, len(self.runs)):
+            self._order = (by, len(self.runs), rank(self.runs.values(), by))
+        return self._order[2]
+
+    def forget_rows(self, changed: set[str]) -> None:
+        """Drop the kept cells of these runs (they changed)."""
+        for run_id in changed:
+            self._cells.pop(run_id, None)
+
+    def get(self, run_id: str) -> RunState:
+        """The run with this id, created empty on first sight."""
+        run = self.runs.get(run_id)
+        if run is None:
+            run = self.runs[run_id] = RunState(run_id)
+            self._dirty.add(run_id)
+        return run
+
+    def apply(self, run_id: str, events: Iterable[Event]) -> int:
+        """Apply a batch of one run's events; return how many there were."""
+        run, n = self.get(run_id), 0
+        for event in events:
+            run.apply(event)
+            n += 1
+        if n:
+            self._dirty.add(run_id)
+        return n
+
+    def take(self, update: RunUpdate) -> None:
+        """Apply what the reader learnt about one run: its state, new events, then its current facts."""
+        if update.gone:
+            self.forget(update.run_id)
+            return
+        if update.state is not None:
+            self.runs[update.run_id] = update.state
+        run = self.get(update.run_id)
+        self.apply(update.run_id, update.events)
+        if update.info is not None:
+            run.set_info(update.info, update.epochs)
+        run.alive, run.problem = update.alive, update.problem
+        run.notes.extend(update.notes)
+        self._dirty.add(update.run_id)
+
+    def mark(self, run_id: str) -> None:
+        """Note that a run changed other than by events (its run.json, liveness or a problem)."""
+        self._dirty.add(run_id)
+
+    def forget(self, run_id: str) -> None:
+        """Drop a run whose directory is gone."""
+        if self.runs.pop(run_id, None) is not None:
+            self._dirty.add(run_id)
+
+    def take_dirty(self) -> set[str]:
+        """The ids changed since the last call (then forgets them)."""
+        dirty, self._dirty = self._dirty, set()
+        return dirty
+
+
+def rank(runs: Iterable[RunState], by: str = "newest") -> list[RunState]:
+    """Runs in table order: newest first, or best validation accuracy first (runs without one last)."""
+    if by == "best":
+        return sorted(runs, key=lambda r: (r.best_val_acc is None, -(r.best_val_acc or 0.0), r.id))
+    return sorted(runs, key=lambda r: (r.started_at or r.t_first or 0.0, r.id), reverse=True)
+
+
+def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
+    """One run's cells, in COLUMNS order."""
+    strategy = SHORT_STRATEGY.get(run.strategy, run.strategy) or "-"
+    strategy = "tune" if run.kind == "tune" else strategy
+    if run.world_size and run.world_size > 1:
+        strategy += f"×{run.world_size}"
+    epoch = "-" if run.epoch is None else f"{run.epoch}" + (f"/{run.epochs}" if run.epochs else "")
+    acc = _num(run.val_acc, ".3f")
+    if run.search is not None and run.search.trials:  # a search: its trial count and best metric so far
+        leader = run.search.leader()
+        epoch, acc = f"{len(run.search.trials)} tr", "-" if leader is None else _num(leader.best, ".3g")
+    elif run.trials_summary is not None:  # an ended search whose log is not read (the run index's figures)
+        epoch, acc = f"{run.trials_summary[0]} tr", _num(run.trials_summary[1], ".3g")
+    elapsed = run.elapsed(now)
+    return (
+        ("● " if marked else "! " if run.problem else "") + label(run), status_text(run), strategy, epoch,
+        _num(run.loss, ".4g"), acc, _num(run.samples_per_s, ",.0f"),
+        "-" if elapsed is None else duration(elapsed),
+    )
+
+
+def status_text(run: RunState) -> str:
+    """The status cell: `paused: disk full` / `lost: disk full` for a run stuck on a full disk."""
+    status = run.status
+    if run.disk_full and status in ("running", "lost"):
+        return ("paused" if status == "running" else status) + ": disk full"
+    return status
+
+
+def label(run: RunState) -> str:
+    """A short name for a run: its name and the random end of its id."""
+    suffix = run.id.rsplit("-", 1)[-1]
+    return f"{run.name}·{suffix}" if run.name and suffix != run.id else run.id
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def duration(seconds: float) -> str:
+    """42s, 3m05s, 1h02m."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def human_bytes(n: float) -> str:
+    """Bytes in GiB/MiB/KiB, three significant figures."""
+    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.3g}{unit}"
+    return f"{int(n)}B"
+
+
+@dataclass(frozen=True)
+class PlotLine:
+    """One line of the plot: a run's train loss, val loss or val accuracy, already decimated."""
+
+    run_id: str
+    label: str
+    kind: str  # "train", "val_loss", "val_acc", "oom" (steps where an out-of-memory was recovered), or
+    # "cut" (the point where the early stopper cut a trial)
+    xs: list[float]
+    ys: list[float]
+
+
+def plot_lines(runs: Iterable[RunState], buckets: int) -> list[PlotLine]:
+    """Each run's train loss per step (decimated to `buckets` min/max pairs), val loss and val acc."""
+    lines = []
+    for run in runs:
+        name = label(run)
+        if run.plotted in run.metrics:  # another metric than the loss (m): it alone
+            xs, ys = run.metrics[run.plotted].decimate(buckets)
+            lines.append(PlotLine(run.id, name, "train", xs, ys))
+            continue
+        for kind, series in (("train", run.train_loss), ("val_loss", run.val_losses),
+                             ("val_acc", run.val_accs)):
+            if len(series):
+                xs, ys = series.decimate(buckets)
+                lines.append(PlotLine(run.id, name, kind, xs, ys))
+        if run.oom_steps:
+            lines.append(PlotLine(run.id, name, "oom", list(run.oom_steps), []))
+    return lines
+
+
+Row = tuple[str, tuple[str, ...]]  # a table row: its key (a run or trial id) and its cells
+
+
+@dataclass(frozen=True)
+class LogView:
+    """The log pane's content: the selected run's notes under its failure, if it failed."""
+
+    title: str
+    notes: list[Note]
+    failure: dict[str, Object] | None
+    t0: float | None  # the run's first event: notes are stamped relative to it
+
+
+@dataclass(frozen=True)
+class MemView:
+    """The selected run's own memory figures (from its latest `step` event) for the devices pane."""
+
+    label: str
+    mem: dict[str, Object] | None
+
+
+@dataclass(frozen=True)
+class TrialsView:
+    """A tune run's leaderboard: its trials' rows, best first, and the metric they are ranked by."""
+
+    rows: list[Row]
+    metric: str
+    ended: list[tuple[dict[str, Object], float]] = field(default_factory=list)  # for the importance
+
+
+@dataclass
+class View:
+    """What the screen needs for one frame, copied out of the board."""
+
+    rows: list[Row]
+    labels: dict[str, str]
+    selected: str | None
+    hosts: list[str] = field(default_factory=list)  # the hosts the runs run on (rows gain a host cell if >1)
+    plot_changed: bool = False  # a plotted run changed: draw the plot (in its own, slower frame)
+    log: LogView | None = None
+    mem: MemView | None = None
+    trials: TrialsView | None = None  # a tune run's
+
+
+def build_view(board: Board, now: float, selected: str | None, marked: Iterable[str], ranking: str,
+               changed: set[str]) -> View:
+    """Rows for every run; log and memory of the selected run if it changed (`changed` holds run ids,
+    or "*" for everything); and whether any plotted run changed."""
+    marks = {m for m in marked if m in board.runs}
+    board.forget_rows(changed)
+    ordered = board.ranked(ranking, changed)
+    hosts = sorted({r.host for r in ordered if r.host})
+    with_host = len(hosts) > 1  # one host (or none known): the column would only repeat it
+    rows = [(r.id, board.cells(r, now, r.id in marks, with_host)) for r in ordered]
+    if selected not in board.runs:
+        selected = ordered[0].id if ordered else None
+    view = View(rows, {r.id: label(r) for r in ordered}, selected, hosts=hosts)
+    view.plot_changed = "*" in changed or bool(changed.intersection(marks | {selected}))
+    if selected and (selected in changed or "*" in changed):
+        run = board.runs[selected]
+        notes = list(run.notes)
+        if run.status == "lost":
+            notes.append(Note(run.t_last or now, "error", "lost: the process is gone without a final event",
+                              "see stderr.log in the run directory; r resumes from the last checkpoint"))
+        view.log = LogView(f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
+        view.mem = MemView(label(run), run.mem)
+        if run.search is not None:
+            view.trials = TrialsView(leaderboard.rows(run.search), run.search.metric,
+                                     leaderboard.ended(run.search))
+    return view
+
+
+def plot_view(board: Board, selected: str | None, marked: Iterable[str], buckets: int) -> tuple[
+        list[PlotLine], str]:
+    """The plot's lines (the selected run first, then the marked ones that are not searches) and its
+    title."""
+    tune = board.runs.get(selected or "")
+    if tune is not None and tune.search is not None:
+        return trial_lines(tune.search, buckets), f"{tune.search.metric} per trial: {label(tune)}"
+    shown = [i for i in dict.fromkeys([selected, *marked]) if i in board.runs]
+    runs = [board.runs[i] for i in shown if i == selected or board.runs[i].kind != "tune"]  # (a search
+    # has no loss of its own: marked, it is only acted on)
+    extra = f" +{len(runs) - 1} more" if len(runs) > 1 else ""
+    return plot_lines(runs, buckets), (f"{plotted(runs[0])}: {label(runs[0])}{extra}" if runs else "loss")
+
+
+def plotted(run: RunState) -> str:
+    """The name of the metric a run's plot shows (its loss unless m chose another)."""
+    return run.plotted if run.plotted in run.metrics else run.loss_key or "loss"
+
+
+def next_metric(run: RunState) -> str | None:
+    """The metric m shows next for a run: its loss, then each other metric its steps carry, in turn
+    (None: the loss)."""
+    order = [None, *run.metrics]
+    now = run.plotted if run.plotted in run.metrics else None
+    return order[(order.index(now) + 1) % len(order)]
+
+
+def trial_lines(search: leaderboard.Search, buckets: int) -> list[PlotLine]:
+    """Each trial's tune metric per iteration, best trial first (a colour per trial)."""
+    kind = "val_acc" if search.mode == "max" else "val_loss"
+    lines = []
+    for trial in search.ranked():
+        if len(trial.curve):
+            xs, ys = trial.curve.decimate(buckets)
+            lines.append(PlotLine(trial.id, f"#{trial.number}", kind, xs, ys))
+            if trial.status == "stopped_early":  # where ASHA cut it
+                lines.append(PlotLine(trial.id, f"#{trial.number}", "cut", xs[-1:], ys[-1:]))
+    return lines
+
+
+def weights_view(board: Board, selected: str | None, layer: str | None, move: int = 0) -> tuple[
+        list[Snapshot], str, str | None]:
+    """The selected run's histograms of `layer` (its first layer if it has no such one), moved `move`
+    layers on (wrapping): (snapshots, title, the layer shown)."""
+    run = board.runs.get(selected or "")
+    names = run.weights.names if run is not None else []
+    if not names:
+        return [], f"weights: {label(run)}" if run else "weights", layer
+    index = (names.index(layer) if layer in names else 0) + move
+    layer = names[index % len(names)]
+    return run.weights.layers[layer], f"weights: {layer} ({index % len(names) + 1}/{len(names)})", layer

@@ -1,0 +1,140 @@
+"""Frames: the board, at a few frames a second, onto the dashboard.
+
+The dashboard owns one `Frames`: the table, log and memory in one frame, the plot (the costliest pane)
+in its own, slower one, and nothing drawn when nothing changed. The board is the app's (the tailer's
+updates go into it); what is shown of it is the dashboard's `Selection`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from trainconsole.console.core import leaderboard
+from trainconsole.console.core.board import build_view, plot_view, weights_view
+from trainconsole.console.widgets.leaderboard import Leaderboard
+from trainconsole.console.widgets.runs_table import RunsTable
+
+if TYPE_CHECKING:
+    from textual.timer import Timer
+
+    from trainconsole.console.core.board import Board
+    from trainconsole.console.screens.main_screen import MainScreen
+
+#: At most 20 frames a second, and none when nothing changed: an event waits at most this long for its
+#: frame, after the tailer's poll (POLL_S) has read it (benchmarks/console_live.py: p50 and p99 lags).
+FRAME_S = 0.05
+PLOT_S = 0.5  # the plot (the costliest pane) about twice a second
+PLOT_AFTER_S = FRAME_S / 4  # after the frame's own render
+
+
+class Frames:
+    """Draws the app's board onto one dashboard."""
+
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+        self.labels: dict[str, str] = {}  # run id -> its label in the table (for the memory bars)
+        self.select_next: str | None = None  # a run to put the cursor on once its row is drawn
+        self._force: set[str] = {"*"}
+        self._frame_timer: object | None = None
+        self._last_frame = self._plot_next = 0.0
+        self._plot_timer: Timer | None = None  # the plot's next drawing
+        self._plot_aligned = False  # (that timer is just after a frame, not at the plot's time)
+        self._importance_key: tuple[str | None, int] | None = None  # the search and ended trials computed
+        self.keys_for: tuple[str | None, bool, bool] | None = None  # what the selection fits (None: no frame)
+
+    def schedule(self) -> None:
+        """Draw what changed in the next frame (at most every FRAME_S)."""
+        if self._frame_timer is None:
+            wait = max(0.01, self._last_frame + FRAME_S - time.monotonic())
+            self._frame_timer = self.screen.set_timer(wait, self.draw_frame)
+
+    def redraw(self) -> None:
+        """The user changed what is shown: redraw everything, the plot without waiting."""
+        self._force.add("*")
+        self._plot_next = 0.0
+        self.schedule()
+
+    def want_histories(self, board: Board, run_ids: list[str | None]) -> bool:
+        """Have the tailer read the logs of these runs whose rows came from the run index (their plots,
+        logs, compare); returns whether any still waits for its history."""
+        waiting = [i for i in run_ids if i in board.runs and board.runs[i].summarized]
+        tailer = getattr(self.screen.app, "tailer", None)
+        if waiting and tailer is not None:
+            tailer.want(waiting)
+        return bool(waiting)
+
+    def _drawable(self) -> bool:
+        """Whether the dashboard is up (not closing down, nor still opening: it redraws then)."""
+        app = self.screen.app  # (not running: it is shutting down, removing the panes)
+        return bool(app.is_running and app.screen_stack and getattr(app, "dashboard", False))
+
+    def draw_frame(self) -> None:
+        """Put what changed since the last frame on screen (normally at most every FRAME_S)."""
+        self._frame_timer, self._last_frame = None, time.monotonic()
+        if not self._drawable():
+            return
+        screen, sel, board = self.screen, self.screen.selection, self.screen.board
+        changed = board.take_dirty() | self._force
+        view = build_view(board, screen.clock(), sel.selected, sel.marked, sel.ranking, changed)
+        self._force = set()
+        sel.selected, self.labels = view.selected, view.labels
+        self.want_histories(board, [sel.selected, *sel.marked])
+        run = board.runs.get(sel.selected or "")  # its kind, and its metrics, may come after its row
+        keys_for = (sel.selected, sel.is_tune(board), bool(run and run.metrics))
+        if keys_for != self.keys_for:
+            self.keys_for = keys_for
+            screen.refresh_bindings()  # the trial keys show only for a tune run
+        screen.show_view(view)
+        if view.trials is not None:
+            self._refresh_importance(view.trials.ended)
+        screen.show_devices()
+        if self.select_next in view.labels:
+            screen.query_one(RunsTable).select(self.select_next)
+            self.select_next = None
+        if view.plot_changed:
+            self._schedule_plot()
+
+    def _refresh_importance(self, ended: list[tuple[dict[str, Any], float]]) -> None:
+        """Recompute the parameter importance in a thread when a trial of the shown search has ended."""
+        key = (self.screen.selection.selected, len(ended))
+        if key == self._importance_key:
+            return
+        self._importance_key = key
+
+        def compute() -> None:
+            text = leaderboard.importance_line(ended)
+            self.screen.app.call_from_thread(self._show_importance, key, text)
+
+        self.screen.run_worker(compute, thread=True, group="importance", exclusive=True)
+
+    def _show_importance(self, key: tuple[str | None, int], text: str) -> None:
+        if key == self._importance_key and self._drawable():
+            self.screen.query_one(Leaderboard).show_importance(text)
+
+    def _schedule_plot(self) -> None:
+        """Draw the plot PLOT_AFTER_S after this frame if it is due by the next one, else once it is due
+        (a later frame may move it to just after itself). Its build and render (~25 ms, the costliest pane)
+        then end before the next frame is due: begun at any other moment, they held that frame up."""
+        due = self._plot_next - time.monotonic()
+        if self._plot_timer is not None:
+            if self._plot_aligned or due > FRAME_S:
+                return
+            self._plot_timer.stop()  # (waiting for its time: now due by the next frame)
+        self._plot_aligned = due <= FRAME_S
+        wait = PLOT_AFTER_S if self._plot_aligned else due
+        self._plot_timer = self.screen.set_timer(wait, self.draw_plot)
+
+    def draw_plot(self) -> None:
+        """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S or so)."""
+        self._plot_timer, self._plot_next = None, time.monotonic() + PLOT_S
+        if not self._drawable():
+            return
+        screen, sel, board = self.screen, self.screen.selection, self.screen.board
+        if sel.showing_weights(board):
+            history, title, sel.layer = weights_view(board, sel.selected, sel.layer)
+            screen.show_weights(history, title, on=True)
+            return
+        screen.show_weights([], "", on=False)
+        lines, title = plot_view(board, sel.selected, sel.marked, max(20, screen.plot_width))
+        screen.show_plot(lines, title, bool(self.labels))

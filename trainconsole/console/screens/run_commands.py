@@ -1,0 +1,103 @@
+"""The dashboard's lifecycle keys carried out: each calls the control layer in a thread worker (a process
+start, a stop's grace period or the wait for killed processes may block) and reports in a toast."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from trainconsole.console.control import Refused
+from trainconsole.trainers import protocol
+from trainconsole.trainers.protocol import Config, RunDir
+
+if TYPE_CHECKING:
+    from trainconsole.console.control import Control
+    from trainconsole.console.screens.main_screen import MainScreen
+
+
+class RunCommands:
+    """Launch, stop, kill, resume and train-a-trial for one dashboard, off the UI thread."""
+
+    def __init__(self, screen: MainScreen, control: Control) -> None:
+        self.screen, self.control = screen, control
+
+    def _in_thread(self, name: str, body: Callable[[], None]) -> None:
+        def refusable() -> None:
+            try:
+                body()
+            except Refused as e:  # the control layer's one line (a read-only session, say)
+                self._report(str(e), "warning")
+
+        self.screen.run_worker(refusable, name=name, thread=True, group="runs", exit_on_error=False)
+
+    def _report(self, message: str, severity: str = "information") -> None:
+        self.screen.app.call_from_thread(self.screen.done, message, severity)
+
+    def launch(self, config: Config) -> None:
+        """Start the config as a new run (detached: it outlives the console) and select it."""
+        def body() -> None:
+            run = self.control.launch(config)
+            self.screen.app.call_from_thread(self.screen.launched, run.id)
+        self._in_thread("launch_run", body)
+
+    def stop(self, found: list[RunDir]) -> None:
+        """SIGTERM each run, then SIGKILL after the grace period (all at once: the grace runs in parallel)."""
+        for run in found:
+            self._in_thread("stop_run", lambda run=run: self._report(f"{run.id}: {self.control.stop(run)}"))
+
+    def kill(self, found: list[RunDir]) -> None:
+        """SIGKILL each run's process group and descendants; one report for them all."""
+        def body() -> None:
+            survivors = [(run.id, self.control.kill(run)) for run in found]
+            failed = [f"{run_id} (pids {pids})" for run_id, pids in survivors if pids]
+            if failed:
+                self._report(f"could not kill {', '.join(failed)}", "error")
+            else:
+                self._report(f"{found[0].id}: killed" if len(found) == 1 else f"killed {len(found)} runs")
+        self._in_thread("kill_run", body)
+
+    def resume(self, found: list[RunDir]) -> None:
+        """Start each run again from its last checkpoint; a running run or none to resume from is said."""
+        def body() -> None:
+            for run in found:
+                try:
+                    self.control.resume(run)
+                except (protocol.RunBusy, FileNotFoundError, Refused) as e:  # a second `r`, no checkpoint
+                    self._report(str(e), "warning")
+                    continue
+                self._report(f"{run.id}: resumed from its last checkpoint")
+        self._in_thread("resume_run", body)
+
+    def train_trial(self, run: RunDir, number: int, searched: dict[str, Any]) -> None:
+        """Launch a trial's config as a normal run and select it."""
+        def body() -> None:
+            try:
+                new = self.control.train_trial(run, number, searched)
+            except protocol.ConfigError as e:
+                self._report(f"cannot train trial #{number}: {e}", "error")
+                return
+            epochs = new.epochs(new.read_info())  # the search's max_t: more than a cut trial trained
+            self._report(f"training trial #{number}'s config for {epochs} epochs (the search's max_t)")
+            self.screen.app.call_from_thread(self.screen.launched, new.id)
+        self._in_thread("train_trial", body)
+
+    def delete(self, found: list[RunDir]) -> None:
+        """Move runs to the home's trash (refused whole if one is running or queued: said in a toast)."""
+        def body() -> None:
+            moved = self.control.remove(found)
+            self._report(f"moved {len(moved)} run{'' if len(moved) == 1 else 's'} to the trash")
+        self._in_thread("delete_runs", body)
+
+    def tag(self, run: RunDir, add: list[str], drop: list[str]) -> None:
+        """Add and remove a run's tags (meta.json, under its lock)."""
+        def body() -> None:
+            tags = self.control.tag(run, add, drop)
+            self._report(f"{run.id} tags: {' '.join(tags) or '(none)'}")
+        self._in_thread("tag_run", body)
+
+    def note(self, run: RunDir, text: str) -> None:
+        """Set (empty text: remove) a run's note."""
+        def body() -> None:
+            self.control.note(run, text)
+            self._report(f"{run.id}: note {'set' if text.strip() else 'removed'}")
+        self._in_thread("note_run", body)

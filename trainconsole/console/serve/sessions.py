@@ -1,0 +1,102 @@
+"""The browser tabs' consoles: one app process per websocket (textual-serve's design), bounded in number,
+ended when their tab closes, goes idle or the server stops.
+
+`Session` is textual-serve's `AppService` (its packet protocol with Textual's web driver, its downloads)
+with the process started our way: the console's own argv (no shell between, so the pid we hold is the
+app's), in a session of its own (Ctrl-C in serve's terminal reaches serve, which ends its apps in order),
+and ended for certain: asked to quit, then its process group killed after a grace period. The runs an
+app launched are detached into sessions of their own, so none of this reaches them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+
+from textual_serve.app_service import AppService
+
+from trainconsole.console.hangup import SERVE_PID
+
+QUIT_GRACE_S = 3.0  # a console asked to quit exits well within this; then its process group is killed
+
+
+def console_argv(read_only: bool) -> list[str]:
+    """The command of one tab's console: this Python's `python -m trainconsole.console`, read-only if the tab
+    is."""
+    return [sys.executable, "-m", "trainconsole.console", *(["--read-only"] if read_only else [])]
+
+
+class Session(AppService):
+    """One tab's console process and the packets between it and the tab's websocket."""
+
+    def __init__(self, argv: list[str], **kwargs: object) -> None:
+        super().__init__(" ".join(argv), **kwargs)  # type: ignore[arg-type]
+        self.argv = argv
+        self._told_focus = False
+
+    async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
+        env = {**self._build_environment(width=width, height=height), SERVE_PID: str(os.getpid())}
+        self._process = process = await asyncio.create_subprocess_exec(
+            *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
+        self._stdin = process.stdin
+        return process
+
+    async def on_data(self, payload: bytes) -> None:
+        """The console's output to the tab; after its first bytes, it is told it has the focus: Textual's
+        web driver starts blurred once it is up (a focus sent before is lost, and a blurred footer shows
+        no keys), and the page focuses the console as soon as it draws anyway."""
+        await super().on_data(payload)
+        if not self._told_focus:
+            self._told_focus = True
+            await self.focus()
+
+    @property
+    def pid(self) -> int | None:
+        """The console process's pid (None before it started)."""
+        return self._process.pid if self._process is not None else None
+
+    async def exited(self) -> int:
+        """Wait until the console process has exited; its exit status."""
+        assert self._process is not None
+        return await self._process.wait()
+
+    async def end(self, grace: float = QUIT_GRACE_S) -> None:
+        """Ask the console to quit; kill its process group if it has not within `grace` seconds."""
+        process = self._process
+        if process is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self.stop()), grace)
+        except (TimeoutError, ConnectionError, RuntimeError):
+            pass
+        if process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        await process.wait()
+        if self._task is not None:  # its reader ends at the pipe's EOF
+            await asyncio.wait_for(self._task, grace)
+
+
+@dataclass
+class Sessions:
+    """The live sessions of one server, at most `limit` of them."""
+
+    limit: int
+    live: set[Session] = field(default_factory=set)
+
+    def full(self) -> bool:
+        """Whether another tab must be refused."""
+        return len(self.live) >= self.limit
+
+    async def end_all(self, grace: float = QUIT_GRACE_S) -> int:
+        """End every live session (the server is stopping); how many there were."""
+        ending = list(self.live)
+        await asyncio.gather(*(s.end(grace) for s in ending), return_exceptions=True)
+        self.live.clear()
+        return len(ending)

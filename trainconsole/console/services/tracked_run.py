@@ -1,0 +1,207 @@
+"""One followed run, as the reader thread sees it: its log's tail first, new lines as they come, and its
+history read in the background into a state of its own, handed over whole when it catches up.
+
+Every byte is read: the live reading stops only at the last complete line, and a read that filled its
+limit says so (`behind`), so the thread comes back at once for the rest.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from trainconsole.console.core.run_state import Event, Note, RunState, summarized
+from trainconsole.console.core.run_update import RunUpdate
+from trainconsole.trainers.protocol import RunDir
+
+from .jsonl import parse
+
+if TYPE_CHECKING:
+    from trainconsole.trainers.protocol.index_file import Summary
+
+#: The first read of a log: enough of its end for the row (status, epoch, latest metrics)...
+TAIL = 256 << 10
+#: ...grown up to this until it holds an `eval` or the run's `started`.
+TAIL_MAX = 8 << 20
+#: Bytes per read of new lines, and per slice of a history being read in the background.
+CHUNK = 1 << 20
+
+
+@dataclass
+class Backfill:
+    """A history being read from the log's start into a state of its own (the reader's until handed over)."""
+
+    state: RunState
+    offset: int = 0
+    bad_lines: int = 0
+
+
+class TrackedRun:
+    """Where the reading of one run stands, and the facts last read from its run.json."""
+
+    def __init__(self, run: RunDir) -> None:
+        self.run = run
+        self.offset = -1  # bytes of the log read live; -1: not read yet
+        self.size = -1  # the log's size when the live reading last reached its end
+        self.info_mtime = -1.0
+        self.info: dict[str, Any] | None = None
+        self.epochs: int | None = None
+        self.alive: bool | None = None
+        self.problem = ""
+        self.bad_lines = 0
+        self.backfill: Backfill | None = None
+        self.summarized = False  # its row came from the run index; its log is read once it is wanted
+        self.summarized_files = (-1, -1)  # its folder's mtime and log's size when summarized: a change
+        # makes it read
+        self.summarized_at = 0.0
+
+    @property
+    def seen(self) -> bool:
+        """Its tail has been read, or its summary taken (the app has a row for it)."""
+        return self.offset >= 0 or self.summarized
+
+    def from_summary(self, summary: Summary) -> RunUpdate | None:
+        """Take the row of an ended run from its index summary, its log unread (None: the summary cannot
+        give the row its log would, so the log is read as any other)."""
+        try:
+            state = summarized(self.run.id, summary.row, summary.facts)
+        except (ValueError, TypeError, AttributeError):  # a summary of another shape: read the log
+            return None
+        if state is None:
+            return None
+        size, _, folder, _ = summary.key.split(",")  # (`index.fingerprint`)
+        self.summarized, self.summarized_files, self.alive = True, (int(folder), int(size)), False
+        self.summarized_at = time.monotonic()
+        return self.update(state=state)
+
+    def unsummarize(self) -> None:
+        """Read this run's log from now on (it is wanted, or its files changed): its run.json first."""
+        self.summarized, self.offset, self.info_mtime = False, -1, -1.0
+        self.alive = None
+
+    def update(self, **news: Any) -> RunUpdate:
+        """An update carrying the run's current facts and `news` (state, events, notes)."""
+        return RunUpdate(self.run.id, info=self.info, epochs=self.epochs, alive=self.alive,
+                         problem=self.problem, **news)
+
+    def fail(self, text: str) -> RunUpdate | None:
+        """Note a problem reading the run (once per distinct problem)."""
+        if text == self.problem:
+            return None
+        self.problem = text
+        return self.update(notes=[Note(time.time(), "error", text)])
+
+    def first_read(self) -> tuple[RunUpdate | None, int]:
+        """Read the log's tail into a fresh state; the rest of it (if any) is left to `backfill_step`.
+
+        Returns the update and the bytes read."""
+        try:
+            size = os.stat(self.run.events).st_size
+            start, lines, end = _tail(self.run.events, size)
+        except FileNotFoundError:
+            size, start, lines, end = 0, 0, [], 0
+        except OSError as e:
+            return self.fail(f"cannot read events.jsonl: {e.strerror}"), 0
+        events, bad = parse(lines)
+        state = _state(self.run.id, events)
+        self.offset, self.size, self.bad_lines = end, size if end == size else -1, bad
+        self.backfill = Backfill(RunState(self.run.id)) if start > 0 else None
+        return self.update(state=state, notes=self._bad_note(state, bad)), end - start
+
+    def read_new(self) -> tuple[RunUpdate | None, bool]:
+        """Read what the log grew by (up to CHUNK): the update (None if nothing), and whether more waits."""
+        try:
+            size = os.stat(self.run.events).st_size
+        except FileNotFoundError:
+            return None, False
+        except OSError as e:
+            return self.fail(f"cannot read events.jsonl: {e.strerror}"), False
+        if size == self.size:
+            return None, False
+        if size < self.offset:  # replaced or truncated: start over
+            return self.first_read()[0], False
+        try:
+            lines, used, capped = read_lines(self.run.events, self.offset, CHUNK)
+        except OSError as e:
+            return self.fail(f"cannot read events.jsonl: {e.strerror}"), False
+        self.offset += used
+        self.size = -1 if capped else size
+        if not lines:
+            return None, capped
+        events, bad = parse(lines)
+        self.bad_lines += bad
+        notes = self._bad_note(None, self.bad_lines) if bad else []
+        return self.update(events=events, notes=notes), capped
+
+    def backfill_step(self, budget: int) -> tuple[RunUpdate | None, int]:
+        """Read up to `budget` bytes more of the history; once it reaches the live reading, hand it over.
+
+        Returns the update (only at the hand-over) and the bytes read."""
+        b = self.backfill
+        if b is None:
+            return None, 0
+        try:
+            lines, used, _ = read_lines(self.run.events, b.offset, min(budget, self.offset - b.offset))
+        except OSError as e:
+            return self.fail(f"cannot read events.jsonl: {e.strerror}"), 0
+        events, bad = parse(lines)
+        for event in events:
+            b.state.apply(event)
+        b.offset, b.bad_lines = b.offset + used, b.bad_lines + bad
+        if b.offset < self.offset:
+            return None, used
+        # Caught up: the state holds every event up to the live reading, so it replaces the tail's.
+        self.backfill, self.bad_lines = None, b.bad_lines
+        return self.update(state=b.state, notes=self._bad_note(b.state, self.bad_lines)), used
+
+    def _bad_note(self, state: RunState | None, bad: int) -> list[Note]:
+        if not bad:
+            return []
+        t = (state.t_last if state is not None else None) or time.time()
+        return [Note(t, "warning", f"skipped {bad} unreadable line(s) in events.jsonl")]
+
+
+def _state(run_id: str, events: list[Event]) -> RunState:
+    state = RunState(run_id)
+    for event in events:
+        state.apply(event)
+    return state
+
+
+def _tail(path: os.PathLike[str], size: int) -> tuple[int, list[bytes], int]:
+    """The complete lines at the end of a log: (where they start, the lines, where they end).
+
+    Starts TAIL bytes from the end and doubles that until the tail holds an `eval` or a `started`
+    event (or TAIL_MAX, or the whole log), so the row has the latest accuracy and the run's start."""
+    want = TAIL
+    while True:
+        start = max(0, size - want)
+        with open(path, "rb") as f:
+            f.seek(max(0, start - 1))
+            data = f.read(size - max(0, start - 1))
+        if start > 0:  # the byte before `start` tells whether the first line is whole
+            cut = data.find(b"\n") + 1
+            start, data = start - 1 + cut, data[cut:]
+        end = data.rfind(b"\n") + 1
+        body = data[:end]
+        if start == 0 or want >= TAIL_MAX or b'"eval"' in body or b'"started"' in body:
+            return start, [line for line in body.split(b"\n") if line], start + end
+        want *= 4
+
+
+def read_lines(path: os.PathLike[str], offset: int, limit: int) -> tuple[list[bytes], int, bool]:
+    """The complete lines in `limit` bytes from `offset`: (lines, bytes they take, whether it was capped).
+
+    A single line longer than `limit` is read whole, however long."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        data = f.read(limit)
+        capped = len(data) == limit > 0
+        while capped and b"\n" not in data:
+            more = f.read(limit)
+            data += more
+            capped = len(more) == limit
+    end = data.rfind(b"\n") + 1
+    return [line for line in data[:end].split(b"\n") if line], end, capped
