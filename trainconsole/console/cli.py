@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 from trainconsole.trainers import (
     protocol,  # (its names load on first use: the console's first frame needs none)
 )
+from trainconsole.trainers.protocol.launch import reach_launch_dir
 
 if TYPE_CHECKING:
     from trainconsole.trainers.protocol.tune_config import load_tune
@@ -133,8 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         return open_console(args.read_only, args.bell)
     _import_commands()
-    # Plug-ins named in configs resolve from the working directory, as with `python -m`.
-    sys.path.insert(0, os.getcwd())
+    # Plug-ins named in configs resolve from the working directory, after the installed packages.
+    reach_launch_dir()
     try:
         return COMMANDS[args.command](args)
     except (protocol.ConfigError, Refused) as e:

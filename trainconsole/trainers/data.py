@@ -6,7 +6,6 @@ synthetic, mnist/cifar10 when they fit) stays a `TensorDataset`, which the loop 
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, NamedTuple
 
@@ -14,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset, Subset, TensorDataset
 
+from . import plugins
 from .errors import DataFilesMissing, TrainerError
 from .protocol import Config
 
@@ -147,8 +147,7 @@ def _imagefolder(config: Config) -> DataSplit:
 
 
 def _plugin(config: Config) -> DataSplit:
-    module, _, attr = config["data"]["name"].partition(":")
-    made = getattr(importlib.import_module(module), attr)(config)
+    made = plugins.factory(config["data"]["name"])(config)
     if isinstance(made, tuple) and len(made) == 2:
         train, val = made
         return DataSplit(train, val, _num_classes(config, train), tuple(train[0][0].shape))

@@ -6,13 +6,12 @@ replaced for `num_classes`, and `model.freeze_backbone` leaves only the head tra
 
 from __future__ import annotations
 
-import importlib
 import itertools
 
 import torch
 from torch import nn
 
-from . import checkpoint
+from . import checkpoint, plugins
 from .errors import CheckpointError, ShapeError
 from .protocol import Config
 
@@ -36,8 +35,7 @@ def build(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> nn.
 
 
 def _plugin(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> nn.Module:
-    module, _, attr = config["model"]["name"].partition(":")
-    model = getattr(importlib.import_module(module), attr)(config, num_classes, input_shape)
+    model = plugins.factory(config["model"]["name"])(config, num_classes, input_shape)
     if not isinstance(model, nn.Module):
         raise TypeError(f"model factory {config['model']['name']} returned {type(model).__name__}, "
                         "not a torch.nn.Module")

@@ -12,7 +12,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from trainconsole.trainers import protocol
 from trainconsole.trainers.protocol import Config, Event, RunDir, hosts, index, processes
 from trainconsole.trainers.protocol.events import RESERVE
+from trainconsole.trainers.protocol.launch import ENV_LAUNCH_DIR, is_module_command, module_command
 from trainconsole.trainers.protocol.stops import held_stops
 
 from . import remote
@@ -29,13 +29,13 @@ from . import remote
 _children: dict[str, subprocess.Popen[bytes]] = {}
 
 #: What each kind of run executes, "{run_dir}" being its directory (`--resume` is appended to resume).
-COMMANDS = {kind: [sys.executable, "-m", module, "{run_dir}"] for kind, module in
+COMMANDS = {kind: [*module_command(module), "{run_dir}"] for kind, module in
             (("train", "trainconsole.trainers"), ("tune", "trainconsole.trainers.tune"),
              ("script", "trainconsole.trainers.scripts"))}
 #: A queued run's first command: the waiter, which becomes the kind's command once devices have room.
-QUEUE_WAITER = [sys.executable, "-m", "trainconsole.trainers.queue", "{run_dir}", "--"]
+QUEUE_WAITER = [*module_command("trainconsole.trainers.queue"), "{run_dir}", "--"]
 #: Our entry points: each installs its stop handler, then takes the stops held back while it started.
-OUR_MODULES = frozenset(command[2] for command in [*COMMANDS.values(), QUEUE_WAITER])
+OUR_MODULES = frozenset(command[3] for command in [*COMMANDS.values(), QUEUE_WAITER])
 
 
 def kind_of(config: Config) -> str:
@@ -137,10 +137,11 @@ def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:
     """Start the run's process (the caller holds the run's lock) and record its identity in run.json."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cwd = info.get("cwd") or os.getcwd()
-    # Plug-ins ("package.module:factory") resolve against the directory the run was launched from.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (cwd, env.get("PYTHONPATH", "")) if p)
+    # Plug-ins ("package.module:factory") resolve from the directory the run was launched from, after the
+    # installed packages (`launch.reach_launch_dir`): on PYTHONPATH it would shadow them, ours included.
+    env[ENV_LAUNCH_DIR] = cwd
     # our entry points start with the stop signals blocked and release them once they can take a stop
-    ours = command[1:2] == ["-m"] and command[2] in OUR_MODULES
+    ours = is_module_command(command, OUR_MODULES)
     with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err, \
             held_stops() if ours else contextlib.nullcontext():
         proc = subprocess.Popen(

@@ -8,6 +8,7 @@ import itertools
 import re
 from typing import Any
 
+from .launch import reach_launch_dir
 from .model_names import TORCHVISION_CLASSIFIERS
 
 BUILTIN_MODELS = ("small_cnn",)
@@ -48,6 +49,7 @@ def check_split_points(v: list[Any]) -> str | None:
 def plugin_ok(v: str) -> bool:
     if not PLUGIN.match(v):
         return False
+    reach_launch_dir()  # a plug-in lives in the launch directory, looked up after the installed packages
     try:
         return importlib.util.find_spec(v.split(":")[0]) is not None
     except (ImportError, ValueError):

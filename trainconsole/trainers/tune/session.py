@@ -9,6 +9,7 @@ run replaces it).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import secrets
@@ -60,8 +61,9 @@ def start(run_path: Path, tune_cfg: dict[str, Any], address: str) -> Path | None
     # the whole search (Tune's strict check would want the metric in its final, empty result).
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
     if address:  # a cluster: the project goes to every node, and every node must reach the run directory
-        ray.init(address=address, log_to_driver=False, configure_logging=False,
-                 runtime_env=cluster.runtime_env())
+        with contextlib.chdir(run_path):  # not the launch directory on the workers' sys.path (below)
+            ray.init(address=address, log_to_driver=False, configure_logging=False,
+                     runtime_env=cluster.runtime_env())
         stopping.install()
         cluster.check_storage(run_path.resolve())
         return None
@@ -69,8 +71,12 @@ def start(run_path: Path, tune_cfg: dict[str, Any], address: str) -> Path | None
     # A per-run token in the environment: Ray would otherwise write one to ~/.ray/auth_token.
     os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
     cpus = max(1, int(tune_cfg["max_concurrent"] * tune_cfg["cpus_per_trial"] + 0.999))
-    ray.init(num_cpus=cpus, include_dashboard=False, _temp_dir=str(folder), log_to_driver=False,
-             configure_logging=False, _node_ip_address="127.0.0.1")
+    # Ray puts the driver's cwd in front of its workers' sys.path: started in the launch directory, a
+    # user's `trainconsole/` folder there would shadow ours in every trial. Plug-ins find that directory
+    # through TRAINCONSOLE_LAUNCH_DIR instead (`protocol.launch`).
+    with contextlib.chdir(folder):
+        ray.init(num_cpus=cpus, include_dashboard=False, _temp_dir=str(folder), log_to_driver=False,
+                 configure_logging=False, _node_ip_address="127.0.0.1")
     stopping.install()  # ray.init put its own crash handler on SIGTERM: a stop must stay graceful
     return folder
 
