@@ -12,11 +12,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: pyproject.toml constraints.txt | $(PY)
-	$(PIP) -e .
+	$(PIP) -e '.[all]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml constraints.txt | $(PY)
-	$(PIP) -e '.[dev]'
+	$(PIP) -e '.[all,dev]'
 	touch $@ $(VENV)/.installed
 
 run: $(VENV)/.installed

@@ -321,6 +321,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     """`serve [--host H] [--port P] [--read-only] [--allow-remote] [--max-sessions N] ...`: the console in a
     browser, one console process per tab, behind a token printed once."""
+    from .control.extras import missing
+
+    line = missing("serve", "serve")
+    if line:
+        fail(line)
     from .serve import main as serve
     from .serve import options as serve_options
 

@@ -19,8 +19,8 @@ from trainconsole.trainers.protocol import Config, Event, RunDir, index, tune_co
 from trainconsole.trainers.protocol.changes import note_changed
 from trainconsole.trainers.protocol.meta import read_meta, tags_of, update_meta
 
+from . import extras, runs, trash
 from . import prune as pruning
-from . import runs, trash
 
 #: What a tag may be: one word, so that filters (`tag:NAME`) and the command line read it back whole.
 TAG = re.compile(r"[\w./-]+")
@@ -52,6 +52,7 @@ class Control:
         """Start a validated config as a new run (a search, a script or a training run, queued if its
         `[strategy] queue` says so); detached, it outlives every front end."""
         self._allow("launch")
+        self._require_extras(config, runs.kind_of(config))
         return runs.launch(config, name=name, root=self.home)
 
     def resume(self, run: RunDir, epochs: int | None = None) -> RunDir:
@@ -74,10 +75,20 @@ class Control:
         elif summary["status"] == "finished":
             more = " (resume ID --epochs N to train on)" if kind == "train" else ""
             raise Refused(f"run {run.id} has finished: nothing left to resume{more}")
+        if kind != "script":
+            loaded = tune_config.load_tune(run.config) if kind == "tune" else protocol.load(run.config)
+            self._require_extras(loaded, kind)
         try:
             return runs.resume(run, epochs=epochs)
         except protocol.RunBusy as e:  # `run ID is running on HOST`
             raise Refused(str(e)) from e
+
+    @staticmethod
+    def _require_extras(config: Config, kind: str) -> None:
+        """Refuse a run whose optional parts are not installed, naming the extra that brings them."""
+        line = extras.first_missing(config, kind)
+        if line:
+            raise Refused(line)
 
     def stop(self, run: RunDir, grace: float = 30.0) -> str:
         """Ask the run to checkpoint and stop; kill it after `grace` seconds. Returns its status."""
