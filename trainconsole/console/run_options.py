@@ -1,7 +1,7 @@
 """`trainconsole run`'s options for scripts and the queue, and the config they make.
 
-`run --script PATH [--nproc N] [--devices D] [--pattern RE] [--tensorboard DIR] [--queue] [--min-free-mb MB]
-[-- ARGS...]`
+`run --script PATH [--nproc N] [--python PY] [--devices D] [--pattern RE] [--tensorboard DIR] [--queue]
+[--min-free-mb MB] [-- ARGS...]`
 makes a run of kind `script`; `--queue`, `--min-free-mb` and `--devices` work for config runs too.
 `run CONFIG --ray-address HOST:PORT` places a ddp run's ranks on a Ray cluster (`strategy.ray_address`).
 """
@@ -25,6 +25,8 @@ def add_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--pattern", action="append", metavar="REGEX",
                      help="with --script: a metric regex with named groups, e.g. 'loss=(?P<loss>\\S+)'")
     cmd.add_argument("--tensorboard", metavar="DIR", help="with --script: read the TensorBoard files in DIR")
+    cmd.add_argument("--python", metavar="PATH",
+                     help="with --script: the Python the script (and torchrun's ranks) runs with")
     cmd.add_argument("--queue", action="store_true", help="wait until the devices have --min-free-mb free")
     cmd.add_argument("--min-free-mb", type=int, metavar="MB", help="free memory each device needs to start")
     cmd.add_argument("--ray-address", metavar="HOST:PORT",
@@ -44,9 +46,9 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
         if args.ray_address is not None:
             raise ConfigError("--ray-address", "places the ranks of a ddp run on a Ray cluster, not a script")
         script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
-                  "patterns": args.pattern, "tensorboard": args.tensorboard}
+                  "patterns": args.pattern, "tensorboard": args.tensorboard, "python": args.python}
         return script_config(args.config, args.set, script, strategy), "script"
-    for flag in ("nproc", "pattern", "tensorboard"):
+    for flag in ("nproc", "pattern", "tensorboard", "python"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag}", "only goes with --script PATH")
     if args.script_args:

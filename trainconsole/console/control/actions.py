@@ -7,6 +7,7 @@ The calls may block (a process start, a stop's grace period); the console calls 
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from trainconsole.trainers.protocol import Config, Event, RunDir, index, tune_co
 from trainconsole.trainers.protocol.changes import note_changed
 from trainconsole.trainers.protocol.meta import read_meta, tags_of, update_meta
 
-from . import extras, runs, trash
+from . import extras, interpreter, runs, trash
 from . import prune as pruning
 
 #: What a tag may be: one word, so that filters (`tag:NAME`) and the command line read it back whole.
@@ -52,7 +53,10 @@ class Control:
         """Start a validated config as a new run (a search, a script or a training run, queued if its
         `[strategy] queue` says so); detached, it outlives every front end."""
         self._allow("launch")
-        self._require_extras(config, runs.kind_of(config))
+        kind = runs.kind_of(config)
+        self._require_extras(config, kind)
+        if kind == "script":
+            config = self._script_python(config)
         return runs.launch(config, name=name, root=self.home)
 
     def resume(self, run: RunDir, epochs: int | None = None) -> RunDir:
@@ -89,6 +93,18 @@ class Control:
         line = extras.first_missing(config, kind)
         if line:
             raise Refused(line)
+
+    @staticmethod
+    def _script_python(config: Config) -> Config:
+        """The config with the Python its script runs with (`[script] python`, else the default) made an
+        absolute path; refused when that is no Python, or lacks the torch that `nproc` needs."""
+        script = config["script"]
+        given = script["python"]
+        python = os.path.abspath(os.path.expanduser(given)) if given else interpreter.default_python()
+        line = interpreter.problem(python, needs_torch=bool(script["nproc"]))
+        if line:
+            raise Refused(line)
+        return {**config, "script": {**script, "python": python}}
 
     def stop(self, run: RunDir, grace: float = 30.0) -> str:
         """Ask the run to checkpoint and stop; kill it after `grace` seconds. Returns its status."""

@@ -69,6 +69,7 @@ SCRIPT_FIELDS: tuple[FormField, ...] = (
     FormField("script", "path", "script", "train.py: a path from where the console started"),
     FormField("script", "args", "arguments", "its arguments, e.g. --epochs 5 --lr 0.1"),
     FormField("script", "nproc", "nproc", "0 = python; N = torchrun with N processes"),
+    FormField("script", "python", "python", "empty: the active environment's python, else trainconsole's"),
 )
 SHARED = (("strategy", "devices"),)
 

@@ -136,6 +136,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "tensorboard": Field(str, "", help="a folder the script writes TensorBoard event files to"),
         "csv_logs": Field(str, "", help="a folder the script's Lightning CSVLogger writes metrics.csv under"),
         "mlruns": Field(str, "", help="an MLflow file store the script logs to (besides ./mlruns)"),
+        "python": Field(str, "", script_fields.python_path, "the Python the script and torchrun's ranks run "
+                        "with (empty: the active environment's, else trainconsole's)"),
     },
     "notify": {
         "command": Field(str, "", help="a shell command that gets the run's final event as JSON on stdin "

@@ -20,6 +20,15 @@ def script_path(v: str) -> str | None:
     return "must be an existing script file"
 
 
+def python_path(v: str) -> str | None:
+    """`script.python`: empty (the default interpreter) or an executable file; whether it is a Python
+    (with torch, where `nproc` needs it) is asked of it at launch (`console.control.interpreter`)."""
+    path = os.path.expanduser(v)
+    if not v or (os.path.isfile(path) and os.access(path, os.X_OK)):
+        return None
+    return "must be the path of a Python interpreter (an executable file), or empty for the default"
+
+
 def strings(v: list[Any]) -> str | None:
     """`script.args`: strings only."""
     return None if all(isinstance(a, str) for a in v) else "must be a list of strings"

@@ -47,12 +47,33 @@ def command(script: dict[str, Any], python: str = sys.executable) -> list[str]:
 
 
 def environment(run: RunDir, devices: Any) -> dict[str, str]:
-    """The script's environment: ours, unbuffered output, where to report, and the chosen GPUs."""
+    """The script's environment: ours, unbuffered output, where to report, the chosen GPUs, and
+    trainconsole reachable (`report()`) after the script's own paths, in any interpreter."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", ENV_RUN_DIR: str(run.path), ENV_EVENTS: str(run.events),
            ENV_RUN_ID: run.id}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH", ""), str(reach(run))) if p)
     if isinstance(devices, list):
         env["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, devices))
     return env
+
+
+def reach(run: RunDir) -> Path:
+    """`<run>/.reach/`, a folder holding only a link to this `trainconsole` package: on the script's
+    PYTHONPATH it makes `from trainconsole.trainers import report` work in a Python that lacks
+    trainconsole (the user's own, `--python`), and brings none of our other packages with it."""
+    folder = run.path / ".reach"
+    link = folder / "trainconsole"
+    package = Path(__file__).resolve().parents[2]
+    folder.mkdir(exist_ok=True)
+    if not link.is_symlink() or link.resolve() != package:
+        link.unlink(missing_ok=True)
+        link.symlink_to(package, target_is_directory=True)
+    return folder
+
+
+def python_of(script: dict[str, Any]) -> str:
+    """The interpreter the script runs with: `[script] python` (the launch records the default's path)."""
+    return script.get("python") or sys.executable
 
 
 def tensorboard_folders(script: dict[str, Any]) -> list[Path]:
@@ -100,9 +121,9 @@ class ScriptRun:
             return 0
         script, devices = self.config["script"], self.config["strategy"]["devices"]
         # die_with_parent: if this runner is killed alone, the script does not live on unseen.
-        self.proc = subprocess.Popen(command(script), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=environment(self.run, devices),
-                                     preexec_fn=die_with_parent)
+        self.proc = subprocess.Popen(command(script, python_of(script)), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=environment(self.run, devices), preexec_fn=die_with_parent)
         if self.stop_asked:
             self.ask_stop(signal.SIGTERM)
         self._started(script, devices, resumed)
