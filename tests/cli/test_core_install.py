@@ -27,7 +27,7 @@ for step in range(1, 21):
 """
 
 CONSOLE = """
-import asyncio, sys
+import asyncio, os, sys
 from trainconsole.console.app import TrainConsole
 
 async def main():
@@ -36,8 +36,10 @@ async def main():
         for key in ("2", "3", "4", "1", "question_mark", "escape"):
             await pilot.press(key)
             await pilot.pause()
+        proposed = app.main.path
     heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "ray", "aiohttp"))
-    print("console ok", heavy)
+    # the form's config, which the load dialog (o) proposes, exists after a plain pip install
+    print("console ok", heavy, os.path.isfile(proposed))
 
 asyncio.run(main())
 """
@@ -115,13 +117,16 @@ def test_a_core_install_has_one_package_no_heavy_parts_and_names_the_extras(tmp_
     last = [e for e in events if e["type"] == "step"][-1]
     assert last["step"] == 20 and last["loss"] == 0.05 and events[-1]["type"] == "finished"
 
-    (where / "demo.toml").write_text('[model]\nname = "small_cnn"\n[data]\nname = "digits"\n')
-    for args, extra in ((["run", "demo.toml"], "train"), (["serve"], "serve")):
+    for args, extra in ((["run", "--demo"], "train"), (["tune", "--demo"], "tune"), (["serve"], "serve")):
         out = tc(*args)
         assert out.returncode == 2 and f"pip install 'trainconsole[{extra}]'" in out.stderr, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert len(json.loads(tc("ls", "--json").stdout)) == 1  # nothing launched by the refusals
+    copied = tc("examples", "mine")
+    assert copied.returncode == 0 and (where / "mine" / "digits.toml").is_file(), copied.stderr
+    assert (where / "mine" / "scripts" / "report_train.py").is_file()
+    assert tc("examples", "mine").returncode == 2  # nothing overwritten
 
     console = subprocess.run([str(venv / "bin" / "python"), "-c", CONSOLE], capture_output=True, text=True,
                              timeout=120, env=env, cwd=where)
-    assert console.returncode == 0 and "console ok []" in console.stdout, console.stderr[-2000:]
+    assert console.returncode == 0 and "console ok [] True" in console.stdout, console.stderr[-2000:]

@@ -1,5 +1,5 @@
-"""Runs launched from a directory holding packages named like ours: each kind still runs our code, and a
-plug-in in that directory is still found."""
+"""Runs launched from a directory holding packages named like ours: each kind still runs our code, a
+plug-in in that directory is still found, and the shipped demos run from there."""
 
 from __future__ import annotations
 
@@ -60,13 +60,12 @@ def test_every_launch_kind_runs_ours_from_a_directory_with_packages_named_like_o
         "train (plug-in model)": start(where, "run", str(EXAMPLES / "digits.toml"), *one_epoch,
                                        "--set", "model.name='myplug.nets:tiny'"),
         "ddp": start(where, "run", str(EXAMPLES / "digits_ddp.toml"), *one_epoch),
-        "queued": start(where, "run", str(EXAMPLES / "digits.toml"), *one_epoch,
-                        "--set", "strategy.queue=true"),
+        "queued (the demo)": start(where, "run", "--demo", *one_epoch, "--set", "strategy.queue=true"),
         "script": start(where, "run", "--script", str(EXAMPLES / "scripts" / "report_train.py"),
                         "--", "--epochs", "1"),
-        "tune (plug-in model)": start(where, "tune", str(EXAMPLES / "tune_digits_random_asha.toml"),
-                                      "--set", "tune.num_samples=2", "--set", "tune.max_t=1",
-                                      "--set", "model.name='myplug.nets:tiny'"),
+        "tune (the demo, plug-in model)": start(where, "tune", "--demo", "--set", "tune.num_samples=2",
+                                                "--set", "tune.max_t=1",
+                                                "--set", "model.name='myplug.nets:tiny'"),
     }
     wait_for(lambda: all(s not in ("running", "queued") for s in statuses(where).values()), timeout=280,
              what="every run to end")

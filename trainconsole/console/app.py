@@ -27,7 +27,7 @@ from textual.app import App  # noqa: E402
 from textual.binding import Binding  # noqa: E402
 from textual.worker import Worker, WorkerState, get_current_worker  # noqa: E402
 
-from trainconsole.console import hangup
+from trainconsole.console import demos, hangup
 from trainconsole.console.screens.start_screen import StartScreen
 from trainconsole.console.typeahead import TypeAhead
 from trainconsole.trainers import protocol
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
 DEVICES_S = 0.5  # NVML at 2 Hz
 FULL_GC_AFTER = 100  # middle-generation passes between full ones, once every history is read (Python: 10)
-DEMO = Path("examples/digits.toml")
 BELL_ENV = "TRAINCONSOLE_BELL"
 
 
@@ -68,7 +67,7 @@ class TrainConsole(App[None]):
         self.clock = clock
         self.loaded = False  # every run's history has been read and taken into the board
         self.leaders: dict[str, tuple[int | None, float | None]] = {}  # handed to the device sampler
-        self.config_path = str(config_path or DEMO)
+        self.config_path = str(config_path or demos.console_demo())
         self.devices: gpu.Devices | None = None
         self._stopping = threading.Event()
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen

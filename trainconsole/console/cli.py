@@ -83,7 +83,8 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
         cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument("config", nargs="?" if name == "run" else None, help="TOML config file")
+        cmd.add_argument("config", nargs="?", help="TOML config file")
+        cmd.add_argument("--demo", action="store_true", help="the shipped demo config (see `examples DIR`)")
         cmd.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
         cmd.add_argument("--name", default="", help="a name for the run")
         cmd.add_argument("--wait", action="store_true", help="block until it ends; exit 0 only on success")
@@ -115,6 +116,10 @@ def build_parser() -> Parser:
 
     cli_manage.add_parsers(sub)
     COMMANDS.update(cli_manage.COMMANDS)
+    from . import cli_examples
+
+    cli_examples.add_parser(sub)
+    COMMANDS.update(cli_examples.COMMANDS)
     serve_options.add_options(sub.add_parser("serve", help="the console in a browser (a private URL)"))
     return parser
 
@@ -178,10 +183,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     --wait, follow it to the end."""
     from . import run_options
 
+    args.config = demo_config(args, "run")
     config, _ = run_options.config_for(args)
     run = control().launch(config, name=args.name)
     print(run.id, flush=True)
     return follow(run) if args.wait else 0
+
+
+def demo_config(args: argparse.Namespace, command: str) -> str | None:
+    """CONFIG, or with `--demo` the shipped demo's path (CONFIG and --demo together: exit 2)."""
+    if not args.demo:
+        return args.config
+    if args.config is not None or getattr(args, "script", None) is not None:
+        fail(f"--demo: {command} the shipped demo, or a CONFIG (--script), not both")
+    from . import demos
+
+    return str(demos.demo(demos.RUN_DEMO if command == "run" else demos.TUNE_DEMO))
 
 
 def follow(run: protocol.RunDir) -> int:
@@ -196,7 +213,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """`tune CONFIG [--set ...] [--ray-address ADDR] [--wait]`: start a search (checked before Ray starts,
     nothing created when it is invalid); print its run id."""
     sets = args.set + ([f"tune.ray_address={json.dumps(args.ray_address)}"] if args.ray_address else [])
-    run = control().launch(load_tune(args.config, sets), name=args.name)
+    config = demo_config(args, "tune")
+    if config is None:
+        fail("config: a TOML config file is required (or --demo)")
+    run = control().launch(load_tune(config, sets), name=args.name)
     print(run.id, flush=True)
     return follow(run) if args.wait else 0
 

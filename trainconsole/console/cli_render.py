@@ -17,7 +17,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     """The `ls` table: one line per run, columns padded to fit; a host column when the home holds runs
     of more than one host."""
     if not rows:
-        return "no runs yet (start one with: trainconsole run examples/digits.toml)"
+        return "no runs yet (start one with: trainconsole run --demo)"
     hosts = len({row.get("host") for row in rows if row.get("host")}) > 1
     header = (*COLUMNS, "host") if hosts else COLUMNS
     cells = [header] + [(*_cells(row), row.get("host") or "-") if hosts else _cells(row) for row in rows]

@@ -40,14 +40,17 @@ def missing(what: str, extra: str, modules: tuple[str, ...] | None = None) -> st
 
 
 def needs(config: dict[str, Any], kind: str) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(what, extra, modules) a config of this kind needs: none for a script run."""
+    """(what, extra, modules) a config of this kind needs: none for a script run. A search names the
+    `tune` extra, which brings the trainer's too."""
     if kind == "script":
         return []
-    found = [("the built-in trainer", "train", EXTRAS["train"])]
     if kind == "tune":
         search = config["tune"]["search"]
-        found.append((f"a {search} search", "tune", ("ray", *[SEARCHERS[search]] * (search in SEARCHERS))))
-    elif config["strategy"].get("ray_address"):
+        searcher = (SEARCHERS[search],) if search in SEARCHERS else ()
+        found = [(f"a {search} search", "tune", ("ray", *searcher, *EXTRAS["train"]))]
+    else:
+        found = [("the built-in trainer", "train", EXTRAS["train"])]
+    if config["strategy"].get("ray_address"):
         found.append(("ddp on a Ray cluster", "tune", ("ray",)))
     if config["train"].get("tensorboard"):
         found.append(("train.tensorboard", "tensorboard", EXTRAS["tensorboard"]))

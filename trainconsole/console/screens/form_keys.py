@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainconsole.console import demos
 from trainconsole.console.screens.path_screen import PathScreen
 from trainconsole.console.widgets.run_form import RunForm
 from trainconsole.trainers import protocol
@@ -21,7 +22,7 @@ else:
     Base = object
 
 #: The configs shipped with trainconsole: `w` never proposes to overwrite one.
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = demos.FOLDER.resolve()
 
 
 def save_proposal(path: str) -> str:

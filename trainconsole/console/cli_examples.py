@@ -1,0 +1,35 @@
+"""`trainconsole examples DIR`: the shipped example configs and scripts, copied out to edit and run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from . import demos
+
+
+def add_parser(sub: Any) -> None:
+    """The `examples` subcommand."""
+    cmd = sub.add_parser("examples", help="copy the example configs and scripts into DIR")
+    cmd.add_argument("dir", metavar="DIR", help="where to copy them (made if missing)")
+
+
+def cmd_examples(args: argparse.Namespace) -> int:
+    """Copy the examples out; exit 2 naming a file that is there already (nothing is overwritten)."""
+    from .cli import fail
+
+    dest = Path(args.dir).expanduser()
+    if dest.exists() and not dest.is_dir():
+        fail(f"examples: {dest} is not a directory")
+    try:
+        copied = demos.copy_out(dest)
+    except FileExistsError as e:
+        fail(f"examples: {e} exists already; nothing copied (choose another DIR)")
+    except OSError as e:
+        fail(f"examples: cannot copy into {dest} ({e.strerror or e})")
+    print(f"{len(copied)} examples in {dest}; try: trainconsole run {dest / demos.RUN_DEMO}")
+    return 0
+
+
+COMMANDS = {"examples": cmd_examples}
