@@ -14,6 +14,7 @@ from trainconsole.trainers import (
     protocol,  # (its names load on first use: the console's first frame needs none)
 )
 from trainconsole.trainers.protocol.launch import reach_launch_dir
+from trainconsole.trainers.protocol.rundir import quoted_id
 
 if TYPE_CHECKING:
     from trainconsole.trainers.protocol.tune_config import load_tune
@@ -237,7 +238,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 def _run(run_id: str) -> protocol.RunDir:
     run = control().find(run_id)
     if run is None:
-        fail(f"id: no run matches {run_id!r} (see trainconsole ls)")
+        fail(f"id: no run matches {quoted_id(run_id)} (see trainconsole ls)")
     return run
 
 

@@ -19,6 +19,7 @@ from trainconsole.trainers import protocol
 from trainconsole.trainers.protocol import Config, Event, RunDir, index, tune_config
 from trainconsole.trainers.protocol.changes import note_changed
 from trainconsole.trainers.protocol.meta import read_meta, tags_of, update_meta
+from trainconsole.trainers.protocol.rundir import quoted_id
 
 from . import extras, interpreter, runs, trash
 from . import prune as pruning
@@ -187,7 +188,8 @@ class Control:
         self._allow("restore")
         run = trash.find_trashed(self.home, run_id)
         if run is None:
-            raise Refused(f"id: no run in the trash matches {run_id!r} (see trainconsole ls --trash)")
+            raise Refused(f"id: no run in the trash matches {quoted_id(run_id)} "
+                          "(see trainconsole ls --trash)")
         if (self.home / "runs" / run.id).exists():
             raise Refused(f"restore: a run {run.id} already exists; rm it first")
         back = trash.from_trash(self.home, run)

@@ -40,6 +40,11 @@ def new_run_id(name: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug}-{os.urandom(2).hex()}"
 
 
+def quoted_id(run_id: str) -> str:
+    """An id as a message quotes it: whole, or its start and length when it is too long to read."""
+    return repr(run_id if len(run_id) <= 80 else f"{run_id[:60]}... ({len(run_id)} characters)")
+
+
 class RunDir:
     """One run's directory and the files in it (the layout: README, "Headless CLI")."""
 
@@ -70,7 +75,11 @@ class RunDir:
     def find(cls, root: Path, run_id: str) -> RunDir | None:
         """The run with this id, or with a unique id prefix / suffix; None if there is none."""
         exact = root / "runs" / run_id
-        if run_id and "/" not in run_id and (exact / "run.json").exists():
+        try:
+            found = bool(run_id) and "/" not in run_id and (exact / "run.json").exists()
+        except OSError:  # a name too long for the file system (ENAMETOOLONG): no run has it
+            found = False
+        if found:
             return cls(exact)
         hits = [p for p in list_runs(root) if p.id.startswith(run_id) or p.id.endswith(run_id)]
         return hits[0] if len(hits) == 1 and run_id else None
