@@ -6,11 +6,13 @@ import json
 import time
 from typing import Any, TextIO
 
+from trainconsole.console.core.board import human_bytes
 from trainconsole.trainers.protocol import Event
 
 #: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
 WORDS = frozenset({"cause", "message", "hint"})
-COLUMNS = ("id", "status", "strategy", "epoch", "step", "loss", "val_acc", "samples/s", "started")
+COLUMNS = ("id", "status", "strategy", "epoch", "step", "loss", "val_acc", "samples/s", "started", "size",
+           "tags")
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -33,6 +35,8 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
         _num(last.get("step")), _num(last.get("loss"), ".4f"), _num(last.get("val_acc"), ".3f"),
         _num(last.get("samples_per_s"), ".0f"),
         time.strftime("%m-%d %H:%M", time.localtime(started)) if started else "-",
+        human_bytes(row["size"]) if isinstance(row.get("size"), int) else "-",
+        " ".join(f"#{tag}" for tag in row.get("tags") or []) or "-",
     )
 
 
