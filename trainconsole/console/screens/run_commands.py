@@ -46,14 +46,21 @@ class RunCommands:
             self._in_thread("stop_run", lambda run=run: self._report(f"{run.id}: {self.control.stop(run)}"))
 
     def kill(self, found: list[RunDir]) -> None:
-        """SIGKILL each run's process group and descendants; one report for them all."""
+        """SIGKILL each run's process group and descendants. A run killed here logs `killed`, whose live
+        notice says so (one notice per kill); said here: pids that survived, and runs with nothing to kill."""
         def body() -> None:
-            survivors = [(run.id, self.control.kill(run)) for run in found]
-            failed = [f"{run_id} (pids {pids})" for run_id, pids in survivors if pids]
+            failed, idle = [], []
+            for run in found:
+                was = self.control.status(run)
+                pids = self.control.kill(run)
+                if pids:
+                    failed.append(f"{run.id} (pids {pids})")
+                elif was == "killed" or self.control.status(run) != "killed":  # no `killed` logged now
+                    idle.append(f"{run.id} ({was})")
             if failed:
                 self._report(f"could not kill {', '.join(failed)}", "error")
-            else:
-                self._report(f"{found[0].id}: killed" if len(found) == 1 else f"killed {len(found)} runs")
+            if idle:
+                self._report(f"nothing to kill: {', '.join(idle)}", "warning")
         self._in_thread("kill_run", body)
 
     def resume(self, found: list[RunDir]) -> None:
