@@ -306,6 +306,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
         for line in reader.read_lines():
             print(show(line), flush=True)
         if not more:
+            if not args.json and control().status(run) == "lost":
+                print(render.lost_line(run), flush=True)
             return 0
         time.sleep(0.2)
 

@@ -7,7 +7,8 @@ import time
 from typing import Any, TextIO
 
 from trainconsole.console.core.board import human_bytes
-from trainconsole.trainers.protocol import Event
+from trainconsole.trainers.protocol import Event, RunDir
+from trainconsole.trainers.protocol.lost import stderr_cause
 
 #: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
 WORDS = frozenset({"cause", "message", "hint"})
@@ -58,6 +59,13 @@ def epoch_cell(last: dict[str, Any]) -> str:
 
 def _num(value: Any, fmt: str = "") -> str:
     return "-" if value is None else format(value, fmt)
+
+
+def lost_line(run: RunDir) -> str:
+    """The last line `logs` prints for a lost run: that its process is gone, and what its stderr said."""
+    cause = stderr_cause(run.path)
+    said = f"; its stderr ends: {cause}" if cause else " (nothing on stderr)"
+    return f"lost: the process is gone without a final event{said}"
 
 
 def event_line(line: bytes) -> str:

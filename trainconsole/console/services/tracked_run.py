@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from trainconsole.console.core.run_state import Event, Note, RunState, summarized
 from trainconsole.console.core.run_update import RunUpdate
+from trainconsole.trainers import protocol
 from trainconsole.trainers.protocol import RunDir
+from trainconsole.trainers.protocol.lost import stderr_cause
 
 from .jsonl import parse
 
@@ -56,6 +58,7 @@ class TrackedRun:
         self.summarized_files = (-1, -1)  # its folder's mtime and log's size when summarized: a change
         # makes it read
         self.summarized_at = 0.0
+        self.lost_for = -2.0  # the run.json mtime its process was last found gone at (-2: never)
 
     @property
     def seen(self) -> bool:
@@ -82,7 +85,11 @@ class TrackedRun:
         self.alive = None
 
     def update(self, **news: Any) -> RunUpdate:
-        """An update carrying the run's current facts and `news` (state, events, notes)."""
+        """An update carrying the run's current facts and `news` (state, events, notes); the first one
+        that finds its process gone (since run.json last changed) adds what a lost run's stderr said."""
+        if self.alive is False and not self.summarized and self.lost_for != self.info_mtime:
+            self.lost_for = self.info_mtime
+            news["notes"] = [*news.get("notes", []), *lost_notes(self.run)]
         return RunUpdate(self.run.id, info=self.info, epochs=self.epochs, alive=self.alive,
                          problem=self.problem, **news)
 
@@ -205,3 +212,12 @@ def read_lines(path: os.PathLike[str], offset: int, limit: int) -> tuple[list[by
             capped = len(more) == limit
     end = data.rfind(b"\n") + 1
     return [line for line in data[:end].split(b"\n") if line], end, capped
+
+
+def lost_notes(run: RunDir) -> list[Note]:
+    """For a run whose process is gone without a final event: its stderr's last words, the likeliest
+    cause (none when it ended properly or said nothing)."""
+    if protocol.last_final(protocol.tail(run.events))[0] is not None:
+        return []
+    cause = stderr_cause(run.path)
+    return [Note(time.time(), "error", f"its stderr ends: {cause}")] if cause else []
