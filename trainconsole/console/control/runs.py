@@ -229,7 +229,7 @@ def kill(run: RunDir) -> list[int]:
     with run.lock():
         info = run.read_info()
         was = status(run, info=info)
-        procs = processes.family(leader(run, info), info.get("pgid"), info.get("pid_started") or 0.0)
+        procs = processes.frozen_family(leader(run, info), info.get("pgid"), info.get("pid_started") or 0.0)
         survivors = processes.kill_all(procs)
         if run.id in _children:
             _children[run.id].poll()

@@ -133,6 +133,30 @@ def family(leader: psutil.Process | None, pgid: int | None, since: float) -> lis
     return list(procs.values())
 
 
+def frozen_family(leader: psutil.Process | None, pgid: int | None, since: float,
+                  rounds: int = 8) -> list[psutil.Process]:
+    """`family`, each member stopped (SIGSTOP) as it is found, and looked for again until no new process
+    shows: a process forked while the others were being found or signalled (a search's raylet starting
+    a worker, on a loaded machine) is caught too, since a stopped parent neither exits nor forks."""
+    import psutil
+
+    found: dict[int, psutil.Process] = {}
+    for _ in range(rounds):
+        new = {p.pid: p for p in family(leader, pgid, since) if p.pid not in found}
+        for proc in list(found.values()):  # children of stopped members, in a session of their own
+            new.update((pid, p) for pid, p in tree(proc.pid).items() if pid not in found)
+        new.pop(os.getpid(), None)
+        if not new:
+            break
+        for proc in new.values():
+            try:
+                proc.send_signal(signal.SIGSTOP)
+            except psutil.Error:
+                pass
+        found.update(new)
+    return list(found.values())
+
+
 def kill_all(procs: list[psutil.Process], timeout: float = 3.0) -> list[psutil.Process]:
     """SIGKILL every process and wait until each is gone (a zombie counts as gone); return survivors."""
     import psutil
