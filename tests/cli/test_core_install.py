@@ -21,9 +21,12 @@ HEAVY = {"torch", "torchvision", "ray", "optuna", "hyperopt", "bayesian-optimiza
          "aiohttp", "textual-serve", "tensorboard", "scikit-learn"}
 
 SCRIPT = """
-import sys
+import os, time
+os.makedirs("runs", exist_ok=True)
+open("runs/events.out.tfevents.1.box", "wb").write(b"\\0" * 64)  # TensorBoard's, unreadable in the core
 for step in range(1, 21):
     print(f"step {step}/20 loss {1.0 / step:.4f}")
+time.sleep(1.5)  # the TensorBoard tail polls once a second
 """
 
 CONSOLE = """
@@ -116,6 +119,8 @@ def test_a_core_install_has_one_package_no_heavy_parts_and_names_the_extras(tmp_
     events = [json.loads(line) for line in (home / "runs" / run_id / "events.jsonl").read_text().splitlines()]
     last = [e for e in events if e["type"] == "step"][-1]
     assert last["step"] == 20 and last["loss"] == 0.05 and events[-1]["type"] == "finished"
+    said = [e for e in events if e["type"] == "warning" and e.get("code") == "tensorboard_missing"]
+    assert len(said) == 1 and said[0]["hint"] == "pip install 'trainconsole[tensorboard]'", said
 
     for args, extra in ((["run", "--demo"], "train"), (["tune", "--demo"], "tune"), (["serve"], "serve")):
         out = tc(*args)

@@ -46,6 +46,10 @@ class TensorBoardTail(FileTail):
         """Read what every event file grew by and emit it, one event per step and kind."""
         for path in self._new_files():
             self.loaders[path] = _loader(path)
+            if self.loaders[path] is None and len(self.loaders) == 1:  # said once, at the first file
+                self.emit("warning", code="tensorboard_missing", message=f"TensorBoard files ({path.parent}) "
+                          "are not read: the tensorboard package is not installed here",
+                          hint="pip install 'trainconsole[tensorboard]'")
         scalars: dict[tuple[int, bool], dict[str, float]] = defaultdict(dict)
         for loader in self.loaders.values():
             if loader is None:
