@@ -183,23 +183,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     """`run CONFIG [--set ...] [--wait]` or `run --script PATH [-- ARGS]`: print the new run's id; with
     --wait, follow it to the end."""
     from . import run_options
+    from .cli_examples import demo_config
 
     args.config = demo_config(args, "run")
     config, _ = run_options.config_for(args)
     run = control().launch(config, name=args.name)
     print(run.id, flush=True)
     return follow(run) if args.wait else 0
-
-
-def demo_config(args: argparse.Namespace, command: str) -> str | None:
-    """CONFIG, or with `--demo` the shipped demo's path (CONFIG and --demo together: exit 2)."""
-    if not args.demo:
-        return args.config
-    if args.config is not None or getattr(args, "script", None) is not None:
-        fail(f"--demo: {command} the shipped demo, or a CONFIG (--script), not both")
-    from . import demos
-
-    return str(demos.demo(demos.RUN_DEMO if command == "run" else demos.TUNE_DEMO))
 
 
 def follow(run: protocol.RunDir) -> int:
@@ -214,6 +204,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """`tune CONFIG [--set ...] [--ray-address ADDR] [--wait]`: start a search (checked before Ray starts,
     nothing created when it is invalid); print its run id."""
     sets = args.set + ([f"tune.ray_address={json.dumps(args.ray_address)}"] if args.ray_address else [])
+    from .cli_examples import demo_config
+
     config = demo_config(args, "tune")
     if config is None:
         fail("config: a TOML config file is required (or --demo)")

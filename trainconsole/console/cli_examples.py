@@ -1,4 +1,5 @@
-"""`trainconsole examples DIR`: the shipped example configs and scripts, copied out to edit and run."""
+"""`trainconsole examples DIR`: the shipped example configs and scripts, copied out to edit and run; and
+`run --demo` / `tune --demo`, the shipped demos."""
 
 from __future__ import annotations
 
@@ -30,6 +31,17 @@ def cmd_examples(args: argparse.Namespace) -> int:
         fail(f"examples: cannot copy into {dest} ({e.strerror or e})")
     print(f"{len(copied)} examples in {dest}; try: trainconsole run {dest / demos.RUN_DEMO}")
     return 0
+
+
+def demo_config(args: argparse.Namespace, command: str) -> str | None:
+    """CONFIG, or with `--demo` the shipped demo's path (CONFIG and --demo together: exit 2)."""
+    if not args.demo:
+        return args.config
+    if args.config is not None or getattr(args, "script", None) is not None:
+        from .cli import fail
+
+        fail(f"--demo: {command} the shipped demo, or a CONFIG (--script), not both")
+    return str(demos.demo(demos.RUN_DEMO if command == "run" else demos.TUNE_DEMO))
 
 
 COMMANDS = {"examples": cmd_examples}
