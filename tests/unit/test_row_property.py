@@ -49,7 +49,7 @@ def write(path: Path, said: list[dict], filler: int, after: list[dict], end: dic
     lines = [json.dumps({"v": 1, "t": T0 + i, "run": path.name, **e}) for i, e in enumerate(events)]
     run.events.write_text("\n".join(lines) + "\n")
     run.write_info({"id": path.name, "name": "r", "kind": "script", "strategy": "single", "pid": None,
-                    "started_at": T0 - 1, "ended_at": T0 + len(events)})
+                    "started_at": T0 - 1, "ended_at": T0 + len(events), "ran_s": 10.0})  # resumed once
     for p in (run.events, run.path):
         os.utime(p, (OLD, OLD))
     return run

@@ -115,7 +115,7 @@ def summarized(run_id: str, row: dict[str, Any], facts: dict[str, Any]) -> RunSt
         return None
     run = RunState(run_id, summarized=True, alive=False)
     run.take_facts(facts)
-    run.set_info(row, last.get("epochs"))  # as the live row: the config's total over its events'
+    run.set_info({**row, "ran_s": facts.get("ran_s")}, last.get("epochs"))  # (epochs: as the live row)
     if tune:  # its row: the trial count and the best trial's metric (as `index.search_result` ranks them)
         best = last.get(run.metric or "val_acc")
         run.trials_summary = (last["trials"], best if _is_num(best) else None)

@@ -130,7 +130,9 @@ def summarize(run: RunDir, status_of: StatusOf) -> Summary:
     facts = fold(before, events)
     config = read_config(run.config)  # once: TOML is most of a summary's cost
     ls_row = row(run, info, events, status_of(run, events, info), config, facts)
-    return Summary.of(run.id, key, ls_row, best, flatten(config), facts.facts())
+    # the facts of its events, and of its run.json beyond the `ls` row (a resumed run's earlier seconds)
+    more = {"ran_s": info.get("ran_s")}
+    return Summary.of(run.id, key, ls_row, best, flatten(config), {**facts.facts(), **more})
 
 
 def fold(*parts: list[Event]) -> RunRow:
