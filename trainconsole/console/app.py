@@ -199,7 +199,7 @@ class TrainConsole(App[None]):
     def _tick(self) -> None:
         for run in self.board.runs.values():
             if run.status == "running":
-                self.board.mark(run.id)  # elapsed time moves on
+                self.board.touch(run.id)  # elapsed time moves on
         self._board_changed()
 
     def _board_changed(self) -> None:

@@ -17,7 +17,7 @@ from trainconsole.trainers.protocol import FINAL, Event, derive_status, in_queue
 from trainconsole.trainers.protocol.run_row import NOT_METRICS, RunRow, is_num
 from trainconsole.trainers.protocol.shapes import Mem
 
-__all__ = ["NOT_METRICS", "Event", "Note", "RunState", "summarized"]
+__all__ = ["NOT_METRICS", "Event", "Note", "RunState", "label", "summarized"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,12 @@ class RunState(RunRow):
             return None
         end = now if self.status == "running" else (self.final_t or self.ended_at or self.t_last or now)
         return self.ran_s + max(0.0, end - start)
+
+
+def label(run: RunState) -> str:
+    """A short name for a run: its name and the random end of its id."""
+    suffix = run.id.rsplit("-", 1)[-1]
+    return f"{run.name}·{suffix}" if run.name and suffix != run.id else run.id
 
 
 def summarized(run_id: str, row: dict[str, Any], facts: dict[str, Any]) -> RunState | None:
