@@ -86,11 +86,11 @@ class RunState(RunRow):
 
     def apply(self, event: Event) -> None:
         """Update from one event: its row's facts, then its histories and notes; unknown kinds are ignored."""
-        super().apply(event)
+        RunRow.apply(self, event)
         handler = _HANDLERS.get(event.get("type", ""))
         if handler is not None:
             t = event.get("t")
-            handler(self, event, float(t) if is_num(t) else 0.0)
+            handler(self, event, float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else 0.0)
 
     def elapsed(self, now: float) -> float | None:
         """Seconds it has run: its earlier processes' (a resumed run) and its current one's, from start to

@@ -75,13 +75,15 @@ class RunRow:
     def apply(self, event: Event) -> None:
         """Take one event's facts (unknown kinds count, and change nothing else)."""
         t = event.get("t")
-        if is_num(t):
+        if isinstance(t, (int, float)) and not isinstance(t, bool):  # (is_num, inlined: every event)
             self.t_first = t if self.t_first is None else self.t_first
             self.t_last = t
+        else:
+            t = 0.0
         self.events += 1
         take = _TAKES.get(event.get("type", ""))
         if take is not None:
-            take(self, event, float(t) if is_num(t) else 0.0)
+            take(self, event, float(t))
 
     def facts(self) -> dict[str, Any]:
         """The row's facts as JSON-ready values (the run index keeps them)."""
@@ -114,10 +116,12 @@ def _step(row: RunRow, e: Event, t: float) -> None:
         if e.get(key) is not None:
             setattr(row, key, e[key])
     row.rate.add(e)
-    row.samples_per_s = row.rate.value if row.rate.value is not None else row.samples_per_s
+    rate = row.rate.value
+    row.samples_per_s = rate if rate is not None else row.samples_per_s
     if isinstance(e.get("epochs"), int):  # a script's total, as printed (`Epoch 3/10`)
         row.epochs = e["epochs"]
-    row.loss_key = loss_key(e, row.loss_key)
+    if row.loss_key != "loss":  # (settled once a step has said `loss`: most runs, every step after the first)
+        row.loss_key = loss_key(e, row.loss_key)
     loss = e.get(row.loss_key or "loss")
     if is_num(loss):
         row.loss = loss
