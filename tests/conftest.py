@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason="needs a CUDA device (make gpu-check covers these paths on a GPU box)")
         for item in marked:
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every run this session wrote gives one row through the run index and through its whole log (the
+    property `tests/unit/test_row_property.py` holds for made-up logs, here over the real ones)."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or exitstatus != 0 or os.environ.get("TRAINCONSOLE_SKIP_ROW_CHECK"):
+        return
+    from row_paths import differences  # (here: a session that wrote no runs imports none of it)
+
+    found = differences(factory.getbasetemp())
+    if found:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        for line in found:
+            reporter.write_line(f"row differs: {line}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

@@ -121,6 +121,17 @@ class TrainConsole(App[None]):
         self.sample_devices()
         self.main.frames.redraw()
 
+    def help_sections(self) -> list[tuple[str, list[Binding]]]:
+        """What `?` lists, from any screen: every screen's own bindings, by where they act (which screens
+        there are is the app's to know)."""
+        from trainconsole.console.screens.compare_screen import CompareScreen
+        from trainconsole.console.screens.main_screen import MainScreen
+        from trainconsole.console.widgets.run_form import RunForm
+
+        return [("dashboard", list(MainScreen.BINDINGS)), ("setup form (5 or n)", list(RunForm.BINDINGS)),
+                ("compare (c, with two runs overlaid)", list(CompareScreen.BINDINGS)),
+                ("anywhere", [b for b in self.BINDINGS if isinstance(b, Binding)])]
+
     @property
     def main(self) -> MainScreen:
         """The dashboard screen (also while a dialog is over it)."""
@@ -198,7 +209,7 @@ class TrainConsole(App[None]):
     def _tick(self) -> None:
         for run in self.board.runs.values():
             if run.status == "running":
-                self.board.mark(run.id)  # elapsed time moves on
+                self.board.touch(run.id)  # elapsed time moves on
         self._board_changed()
 
     def _board_changed(self) -> None:

@@ -8,21 +8,21 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from trainconsole.trainers import (
     protocol,  # (its names load on first use: the console's first frame needs none)
 )
 from trainconsole.trainers.protocol.launch import reach_launch_dir
-from trainconsole.trainers.protocol.rundir import quoted_id
+
+from .cli_runs import USAGE_ERROR, control, fail, find_run, follow, picked
 
 if TYPE_CHECKING:
     from trainconsole.trainers.protocol.tune_config import load_tune
 
     from . import cli_render as render
-    from .control import Control
 
-USAGE_ERROR = 2
+__all__ = ["USAGE_ERROR", "build_parser", "fail", "main"]
 #: The options of `trainconsole` with no command (the console itself); any other word builds the parser.
 CONSOLE_OPTIONS = {"--read-only", "--bell"}
 
@@ -32,12 +32,6 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(message)
-
-
-def fail(message: str) -> NoReturn:
-    """Print one error line and exit 2 (the CLI's code for invalid input)."""
-    print(f"trainconsole: error: {message}", file=sys.stderr)
-    raise SystemExit(USAGE_ERROR)
 
 
 def positive_int(text: str) -> int:
@@ -92,7 +86,9 @@ def build_parser() -> Parser:
     run_options.add_options(sub.choices["run"])
     sub.choices["tune"].add_argument("--ray-address", default="", metavar="ADDR",
                                      help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
-    sub.add_parser("ls", help="list runs").add_argument("--json", action="store_true")
+    from . import cli_manage, cli_trials
+
+    cli_manage.add_ls(sub)
     for name in ("stop", "kill"):
         sub.add_parser(name, help=f"{name} runs").add_argument("id", nargs="*", metavar="ID")
         sub.choices[name].add_argument("--filter", default="", metavar="EXPR",
@@ -113,10 +109,9 @@ def build_parser() -> Parser:
     logs.add_argument("id")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
     logs.add_argument("--json", action="store_true", help="events as JSON lines, exactly as logged")
-    from . import cli_manage
-
+    cli_trials.add_parsers(sub)
     cli_manage.add_parsers(sub)
-    COMMANDS.update(cli_manage.COMMANDS)
+    COMMANDS.update(cli_manage.COMMANDS, **cli_trials.COMMANDS)
     from . import cli_examples
 
     cli_examples.add_parser(sub)
@@ -157,16 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _import_commands() -> None:
     """The headless commands' modules (psutil, subprocess, the tune schema), imported only when a command
     runs: the console's first frame waits for none of them."""
-    global load_tune, render, Control, Refused
+    global load_tune, render, Refused
     from trainconsole.trainers.protocol.tune_config import load_tune
 
     from . import cli_render as render
-    from .control import Control, Refused
-
-
-def control() -> Control:
-    """The control layer for this command: every action on a run goes through it."""
-    return Control(protocol.home())
+    from .control import Refused
 
 
 def open_console(read_only: bool = False, bell: bool | None = None) -> int:
@@ -192,14 +182,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     return follow(run) if args.wait else 0
 
 
-def follow(run: protocol.RunDir) -> int:
-    """`--wait`: show the run's progress until it ends; 0 only if it finished."""
-    progress = render.Progress(sys.stderr)
-    state = control().wait(run, on_event=progress.show)
-    progress.close(state)
-    return 0 if state == "finished" else 1
-
-
 def cmd_tune(args: argparse.Namespace) -> int:
     """`tune CONFIG [--set ...] [--ray-address ADDR] [--wait]`: start a search (checked before Ray starts,
     nothing created when it is invalid); print its run id."""
@@ -214,32 +196,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return follow(run) if args.wait else 0
 
 
-def cmd_ls(args: argparse.Namespace) -> int:
-    """`ls [--json] [--filter EXPR] [--trash]`: every run (that matches), its status and latest metrics."""
-    from .cli_manage import ls_csv, matching
-
-    found = control().trashed() if args.trash else matching(args.filter)
-    if args.csv:
-        print(ls_csv([s.row for s in found]), end="")
-        return 0
-    print(render.json_rows([s.row_text for s in found])
-          if args.json else render.table([s.row for s in found]))
-    return 0
-
-
-def _run(run_id: str) -> protocol.RunDir:
-    run = control().find(run_id)
-    if run is None:
-        fail(f"id: no run matches {quoted_id(run_id)} (see trainconsole ls)")
-    return run
-
-
 def cmd_stop(args: argparse.Namespace) -> int:
     """`stop ID... [--filter EXPR]`: ask the runs to checkpoint and stop (all at once); kill any that does
     not within the grace period."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from trainconsole.console.cli_manage import picked
 
     found = picked(args.id, args.filter)
     if not found:
@@ -258,8 +218,6 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 def cmd_kill(args: argparse.Namespace) -> int:
     """`kill ID... [--filter EXPR]`: SIGKILL each run and every process it started."""
-    from trainconsole.console.cli_manage import picked
-
     door, failed = control(), False
     found = picked(args.id, args.filter)
     if not found:
@@ -276,7 +234,7 @@ def cmd_kill(args: argparse.Namespace) -> int:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """`resume ID`: continue a run that ended from its last checkpoint."""
-    run = _run(args.id)
+    run = find_run(args.id)
     try:
         control().resume(run, epochs=args.epochs)
     except protocol.RunBusy as e:
@@ -289,8 +247,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     """`logs ID [--follow] [--json]`: print the run's events, as text or exactly as logged."""
-    run = _run(args.id)
-    reader = protocol.EventReader(run.events)
+    run = find_run(args.id)
+    reader = control().reader(run)
     show = (lambda line: line.decode(errors="replace")) if args.json else render.event_line
     while True:
         # Look at the status before reading, so that the events written as the run ends still print.
@@ -308,8 +266,8 @@ def cmd_trials(args: argparse.Namespace) -> int:
     """`trials ID [--json]`: a search's trials ranked by its metric, and each parameter's importance."""
     from .services import search_report
 
-    run = _run(args.id)
-    search = search_report.search_of(run)
+    run = find_run(args.id)
+    search = search_report.search_of(run.id, control().events(run))
     if search is None:
         fail(f"id: {run.id} is not a tune run (see trainconsole ls: kind tune)")
     if args.json:
@@ -321,16 +279,27 @@ def cmd_trials(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """`compare ID ID... [--json] [--all]`: the runs' results and cost, and the config keys that differ."""
-    from . import cli_manage
     from .core import compare
     from .services import compare_runs
 
-    found = [_run(i) for i in args.ids]
+    found = [find_run(i) for i in args.ids]
     if len({r.id for r in found}) < 2:
         fail("id: compare takes two or more different runs (see trainconsole ls)")
-    report = cli_manage.with_marks(compare.to_json(compare_runs.comparison(found), args.all), found)
+    report = with_tags_and_notes(compare.to_json(compare_runs.comparison(found), args.all), found)
     print(json.dumps(report, indent=1) if args.json else compare.text(report))
     return 0
+
+
+def with_tags_and_notes(report: dict[str, Any], found: list[protocol.RunDir]) -> dict[str, Any]:
+    """A compare report whose runs carry their tags and note (from each run's meta.json)."""
+    from trainconsole.trainers.protocol.meta import tags_of
+
+    door = control()
+    marks = {run.id: door.meta(run) for run in found}
+    for row in report.get("runs", []):
+        meta = marks.get(row.get("id"), {})
+        row.update(tags=tags_of(meta), note=str(meta.get("note") or ""))
+    return report
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -348,7 +317,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {
-    "run": cmd_run, "tune": cmd_tune, "ls": cmd_ls, "stop": cmd_stop, "kill": cmd_kill,
+    "run": cmd_run, "tune": cmd_tune, "stop": cmd_stop, "kill": cmd_kill,
     "resume": cmd_resume, "logs": cmd_logs, "trials": cmd_trials,
     "compare": cmd_compare, "serve": cmd_serve,
 }

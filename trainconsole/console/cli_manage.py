@@ -9,16 +9,14 @@ import sys
 import time
 from typing import Any
 
-from trainconsole.trainers.protocol import RunDir, read_all
-from trainconsole.trainers.protocol.index import Summary
-from trainconsole.trainers.protocol.meta import read_meta, tags_of
+from trainconsole.trainers.protocol.meta import tags_of
+from trainconsole.trainers.protocol.run_row import ENDED
 
-from . import cli, export
-from .filters import FilterError, parse
+from . import export
+from .cli_runs import control, fail, find_run, matching, picked
 
 AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-ENDED = ("finished", "failed", "stopped", "killed", "lost")
 
 
 def age(text: str) -> float:
@@ -38,12 +36,30 @@ def statuses(text: str) -> list[str]:
     return wanted
 
 
-def add_parsers(sub: Any) -> None:
-    """The management commands, and `ls`'s --filter and --trash."""
-    ls = sub.choices["ls"]
+def add_ls(sub: Any) -> None:
+    """`ls [--json] [--filter EXPR] [--trash] [--csv]`."""
+    ls = sub.add_parser("ls", help="list runs")
+    ls.add_argument("--json", action="store_true")
     ls.add_argument("--filter", default="", metavar="EXPR", help="only runs that match (lr<0.1 tag:x ...)")
     ls.add_argument("--trash", action="store_true", help="list the runs in the trash instead")
     ls.add_argument("--csv", action="store_true", help="the table as CSV")
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    """`ls [--json] [--filter EXPR] [--trash]`: every run (that matches), its status and latest metrics."""
+    from . import cli_render as render
+
+    found = control().trashed() if args.trash else matching(args.filter)
+    if args.csv:
+        print(ls_csv([s.row for s in found]), end="")
+        return 0
+    print(render.json_rows([s.row_text for s in found])
+          if args.json else render.table([s.row for s in found]))
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """The management commands (`ls`'s own are `add_ls`'s)."""
     export = sub.add_parser("export", help="runs' metrics (step, epoch, time, loss, val_*, lr, rate, memory)")
     export.add_argument("ids", nargs="+", metavar="ID")
     form = export.add_mutually_exclusive_group()
@@ -75,29 +91,9 @@ def add_parsers(sub: Any) -> None:
     note.add_argument("text")
 
 
-def matching(expr: str, found: list[RunDir] | None = None) -> list[Summary]:
-    """The index summaries of the runs (all, or `found`) that pass a filter (a bad one: exit 2)."""
-    try:
-        wanted = parse(expr)
-    except FilterError as e:
-        cli.fail(str(e))
-    return [s for s in cli.control().summaries(found) if wanted.matches(s)]
-
-
-def picked(ids: list[str], expr: str) -> list[RunDir]:
-    """The runs named by ids and/or a filter (nothing named: exit 2)."""
-    if not ids and not expr:
-        cli.fail("id: name one or more runs, or --filter EXPR (see trainconsole ls)")
-    found = [cli._run(i) for i in ids]
-    if expr:
-        door = cli.control()
-        found = [door.run(s.id) for s in matching(expr, found or None)]
-    return list({r.id: r for r in found}.values())
-
-
 def cmd_rm(args: argparse.Namespace) -> int:
     """`rm ID... [--filter EXPR] [--purge]`: to the trash (or deleted); a live run refuses them all."""
-    for run in cli.control().remove(picked(args.ids, args.filter), purge=args.purge):
+    for run in control().remove(picked(args.ids, args.filter), purge=args.purge):
         print(f"{run.id} deleted" if args.purge else
               f"{run.id} moved to the trash (trainconsole restore {run.id} brings it back)")
     return 0
@@ -106,13 +102,13 @@ def cmd_rm(args: argparse.Namespace) -> int:
 def cmd_restore(args: argparse.Namespace) -> int:
     """`restore ID...`: runs back from the trash."""
     for run_id in args.ids:
-        print(f"{cli.control().restore(run_id).id} restored")
+        print(f"{control().restore(run_id).id} restored")
     return 0
 
 
 def cmd_purge(args: argparse.Namespace) -> int:
     """`purge [--older-than AGE]`: empty the trash."""
-    gone = cli.control().purge(args.older_than)
+    gone = control().purge(args.older_than)
     for run_id, size in gone:
         print(f"{run_id} deleted ({megabytes(size)})")
     print(f"purged {len(gone)} runs, freed {megabytes(sum(s for _, s in gone))}")
@@ -121,8 +117,8 @@ def cmd_purge(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     """`prune [ID...] [--keep best|last|none] [--status ...] [--older-than AGE] [--dry-run]`."""
-    door = cli.control()
-    named = [cli._run(i) for i in args.ids]
+    door = control()
+    named = [find_run(i) for i in args.ids]
     cutoff = time.time() - args.older_than
     summaries = matching(args.filter, named or None)
     chosen = [door.run(s.id) for s in summaries if _prunable(s.row, args.status, cutoff, bool(named))]
@@ -146,9 +142,9 @@ def cmd_tag(args: argparse.Namespace) -> int:
     """`tag ID +a -b ...`: add and remove tags; prints the run's tags after."""
     bad = [c for c in args.changes if c[:1] not in "+-" or len(c) < 2]
     if bad:
-        cli.fail(f"tag: {bad[0]!r}: write +NAME to add a tag, -NAME to remove one")
-    run = cli._run(args.id)
-    tags = cli.control().tag(run, [c[1:] for c in args.changes if c[0] == "+"],
+        fail(f"tag: {bad[0]!r}: write +NAME to add a tag, -NAME to remove one")
+    run = find_run(args.id)
+    tags = control().tag(run, [c[1:] for c in args.changes if c[0] == "+"],
                              [c[1:] for c in args.changes if c[0] == "-"])
     print(f"{run.id} tags: {' '.join(tags) or '(none)'}")
     return 0
@@ -156,19 +152,10 @@ def cmd_tag(args: argparse.Namespace) -> int:
 
 def cmd_note(args: argparse.Namespace) -> int:
     """`note ID TEXT`: set the run's note."""
-    run = cli._run(args.id)
-    cli.control().note(run, args.text)
+    run = find_run(args.id)
+    control().note(run, args.text)
     print(f"{run.id} note set" if args.text.strip() else f"{run.id} note removed")
     return 0
-
-
-def with_marks(report: dict[str, Any], found: list[RunDir]) -> dict[str, Any]:
-    """A compare report whose runs carry their tags and note (from each run's meta.json)."""
-    marks = {run.id: read_meta(run) for run in found}
-    for row in report.get("runs", []):
-        meta = marks.get(row.get("id"), {})
-        row.update(tags=tags_of(meta), note=str(meta.get("note") or ""))
-    return report
 
 
 def megabytes(size: int) -> str:
@@ -178,9 +165,9 @@ def megabytes(size: int) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """`export ID... [--csv|--json] [--every step|epoch]`: every run's metrics with its id and tags."""
-    found = [cli._run(i) for i in args.ids]
+    found, door = [find_run(i) for i in args.ids], control()
     rows = [row for run in found
-            for row in export.metric_rows(run.id, tags_of(read_meta(run)), read_all(run.events), args.every)]
+            for row in export.metric_rows(run.id, tags_of(door.meta(run)), door.events(run), args.every)]
     sys.stdout.write(export.to_json_lines(rows) if args.json else export.to_csv(rows, export.METRICS))
     return 0
 
@@ -190,5 +177,5 @@ def ls_csv(rows: list[dict[str, Any]]) -> str:
     return export.to_csv(export.ls_rows(rows), export.LS_COLUMNS)
 
 
-COMMANDS = {"export": cmd_export, "rm": cmd_rm, "restore": cmd_restore, "purge": cmd_purge,
+COMMANDS = {"ls": cmd_ls, "export": cmd_export, "rm": cmd_rm, "restore": cmd_restore, "purge": cmd_purge,
             "prune": cmd_prune, "tag": cmd_tag, "note": cmd_note}

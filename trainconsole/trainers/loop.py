@@ -62,8 +62,8 @@ def train(strategy: Strategy, config: Config, run_dir: Any, events: Emitter, sto
         return training.fit(resume)
     finally:
         cost_meter.stop()
-        if training.board is not None:
-            training.board.close()
+        if training.tensorboard is not None:
+            training.tensorboard.close()
 
 
 class Training:
@@ -73,7 +73,7 @@ class Training:
         self.strategy, self.config, self.run_dir = strategy, config, run_dir
         self.events, self.stop = events, stop
         self.is_zero = strategy.is_global_zero
-        self.board: TensorBoardExport | None = None  # set once the model exists; setup may warn before
+        self.tensorboard: TensorBoardExport | None = None  # set once the model exists; setup may warn before
         self.parts = setup.build(strategy, config, lambda **f: self.emit("warning", **f))
         self.model, self.optimizer = self.parts.model, self.parts.optimizer
         self.epochs, self.step, self.start_epoch, self.batches_done = config["train"]["epochs"], 0, 1, 0
@@ -88,7 +88,7 @@ class Training:
         self.divergence = DivergenceWatch()
         spec = config["train"]
         folder = getattr(run_dir, "path", None)  # None in probes that train without a run directory
-        self.board = TensorBoardExport(folder, strategy.unwrap(self.model),
+        self.tensorboard = TensorBoardExport(folder, strategy.unwrap(self.model),
                                        self.is_zero and spec["tensorboard"] and folder is not None,
                                        spec["histogram_every"])
 
@@ -96,8 +96,8 @@ class Training:
         """Write an event, from global rank 0 only."""
         if self.is_zero:
             self.events.emit(kind, **fields)
-            if self.board is not None:
-                self.board.on_event(kind, fields)
+            if self.tensorboard is not None:
+                self.tensorboard.on_event(kind, fields)
 
     def emit_node(self, kind: str, **fields: Any) -> None:
         """Write `started` or a final event: from global rank 0, and from the first process of every

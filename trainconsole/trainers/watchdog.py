@@ -17,8 +17,8 @@ import sys
 import threading
 import time
 
-from .protocol import EventWriter, RunDir, heartbeat, hosts, processes, run_requests
-from .protocol.events import RESERVE
+from .protocol import RunDir, heartbeat, hosts, processes, run_requests
+from .protocol.kills import record_kill
 from .protocol.stops import STOP_SIGNALS
 
 #: How often the requests folder is looked at (one failed `scandir` when there are none).
@@ -93,12 +93,8 @@ class Watchdog:
                     except psutil.Error:
                         pass
         try:
-            info = self.run.read_info()
-            EventWriter(self.run.events, info.get("id") or self.run.id).emit(
-                "killed", pids=sorted([self.pid, *frozen]), host=self.host, requested=True)
             with self.run.lock():
-                self.run.update_info(ended_at=time.time())
-            (self.run.path / RESERVE).unlink(missing_ok=True)
+                record_kill(self.run, [self.pid, *frozen], host=self.host, requested=True)
         except OSError:
             pass
         run_requests.done(self.run.path, run_requests.KILL)

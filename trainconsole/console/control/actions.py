@@ -155,6 +155,18 @@ class Control:
         """Block until the run ends, passing each new event on; its final status."""
         return runs.wait(run, on_event=on_event)
 
+    def events(self, run: RunDir) -> list[Event]:
+        """Every complete event of the run's log, oldest first."""
+        return protocol.read_all(run.events)
+
+    def reader(self, run: RunDir) -> protocol.EventReader:
+        """A reader of the run's log from its start (each `read_lines` gives what it grew by)."""
+        return protocol.EventReader(run.events)
+
+    def meta(self, run: RunDir) -> dict[str, Any]:
+        """The run's tags and note (meta.json; {} if none)."""
+        return read_meta(run)
+
     # -- many runs: the index, delete, prune, tags and notes (issue 26) ---------------------------------
 
     def summaries(self, found: list[RunDir] | None = None) -> list[index.Summary]:

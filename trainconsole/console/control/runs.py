@@ -20,7 +20,9 @@ from typing import Any
 from trainconsole.trainers import protocol
 from trainconsole.trainers.protocol import Config, Event, RunDir, hosts, index, processes
 from trainconsole.trainers.protocol.events import RESERVE
+from trainconsole.trainers.protocol.kills import record_kill
 from trainconsole.trainers.protocol.launch import ENV_LAUNCH_DIR, is_module_command, module_command
+from trainconsole.trainers.protocol.run_row import ENDED
 from trainconsole.trainers.protocol.stops import held_stops
 
 from . import remote
@@ -87,7 +89,6 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
 
 #: How long a resume waits for a run that has said its last word (`stopped`) to finish exiting.
 EXITING_S = 30.0
-ENDED = frozenset(protocol.FINAL.values())
 
 
 def resume(run: RunDir, epochs: int | None = None) -> RunDir:
@@ -234,8 +235,7 @@ def kill(run: RunDir) -> list[int]:
         if run.id in _children:
             _children[run.id].poll()
         if not survivors and (was in ("running", "queued") or (was == "lost" and procs)):
-            protocol.EventWriter(run.events, run.id).emit("killed", pids=sorted(p.pid for p in procs))
-            run.update_info(ended_at=time.time())
+            record_kill(run, [p.pid for p in procs])
         if not survivors:  # what only the run would have removed: the trainer's disk ballast, and a
             (run.path / RESERVE).unlink(missing_ok=True)  # search's short link to its Ray files
             _remove_ray_link(run, info.get("ray_temp_dir"))

@@ -1,4 +1,5 @@
-"""The console's pure core: the board of runs, their table rows, ranking and plot lines.
+"""The console's pure core: the board of runs, their table rows and ranking, and what a frame shows of
+them (`View`, `plot_view`, `weights_view`; the plot's lines themselves are `core.plot`'s).
 
 No Textual and no I/O here, so all of it is unit-tested directly. The app owns the `Board`: it takes the
 reader thread's `RunUpdate`s into it, and reads rows and plot lines from it at a few frames per second.
@@ -11,13 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any as Object
 
 from trainconsole.console.core import leaderboard
-from trainconsole.console.core.run_state import Event, Note, RunState
+from trainconsole.console.core.plot import RUN_COLORS, PlotLine, next_metric, plot_lines, plotted, trial_lines
+from trainconsole.console.core.run_state import Event, Note, RunState, label
 from trainconsole.console.core.run_update import RunUpdate
 from trainconsole.console.core.weights import Snapshot
 
+#: (The plot's names too: imported from here before `core.plot` was its own.)
+__all__ = ["RUN_COLORS", "Board", "PlotLine", "View", "build_view", "label", "next_metric", "plot_lines",
+           "plot_view", "plotted", "rank", "row", "trial_lines", "weights_view"]
 RANKINGS = ("newest", "best")
-#: One colour per overlaid or compared run, in order (the plot, the compare view's tables and legend).
-RUN_COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")
 SHORT_STRATEGY = {"model_parallel": "mp"}
 
 
@@ -85,7 +88,7 @@ class Board:
         run.notes.extend(update.notes)
         self._dirty.add(update.run_id)
 
-    def mark(self, run_id: str) -> None:
+    def touch(self, run_id: str) -> None:
         """Note that a run changed other than by events (its run.json, liveness or a problem)."""
         self._dirty.add(run_id)
 
@@ -136,12 +139,6 @@ def status_text(run: RunState) -> str:
     return status
 
 
-def label(run: RunState) -> str:
-    """A short name for a run: its name and the random end of its id."""
-    suffix = run.id.rsplit("-", 1)[-1]
-    return f"{run.name}·{suffix}" if run.name and suffix != run.id else run.id
-
-
 def _num(value: float | None, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
@@ -162,37 +159,6 @@ def human_bytes(n: float) -> str:
         if abs(n) >= size:
             return f"{n / size:.3g}{unit}"
     return f"{int(n)}B"
-
-
-@dataclass(frozen=True)
-class PlotLine:
-    """One line of the plot: a run's train loss, val loss or val accuracy, already decimated."""
-
-    run_id: str
-    label: str
-    kind: str  # "train", "val_loss", "val_acc", "oom" (steps where an out-of-memory was recovered), or
-    # "cut" (the point where the early stopper cut a trial)
-    xs: list[float]
-    ys: list[float]
-
-
-def plot_lines(runs: Iterable[RunState], buckets: int) -> list[PlotLine]:
-    """Each run's train loss per step (decimated to `buckets` min/max pairs), val loss and val acc."""
-    lines = []
-    for run in runs:
-        name = label(run)
-        if run.plotted in run.metrics:  # another metric than the loss (m): it alone
-            xs, ys = run.metrics[run.plotted].decimate(buckets)
-            lines.append(PlotLine(run.id, name, "train", xs, ys))
-            continue
-        for kind, series in (("train", run.train_loss), ("val_loss", run.val_losses),
-                             ("val_acc", run.val_accs)):
-            if len(series):
-                xs, ys = series.decimate(buckets)
-                lines.append(PlotLine(run.id, name, kind, xs, ys))
-        if run.oom_steps:
-            lines.append(PlotLine(run.id, name, "oom", list(run.oom_steps), []))
-    return lines
 
 
 Row = tuple[str, tuple[str, ...]]  # a table row: its key (a run or trial id) and its cells
@@ -279,32 +245,6 @@ def plot_view(board: Board, selected: str | None, marked: Iterable[str], buckets
     # has no loss of its own: marked, it is only acted on)
     extra = f" +{len(runs) - 1} more" if len(runs) > 1 else ""
     return plot_lines(runs, buckets), (f"{plotted(runs[0])}: {label(runs[0])}{extra}" if runs else "loss")
-
-
-def plotted(run: RunState) -> str:
-    """The name of the metric a run's plot shows (its loss unless m chose another)."""
-    return run.plotted if run.plotted in run.metrics else run.loss_key or "loss"
-
-
-def next_metric(run: RunState) -> str | None:
-    """The metric m shows next for a run: its loss, then each other metric its steps carry, in turn
-    (None: the loss)."""
-    order = [None, *run.metrics]
-    now = run.plotted if run.plotted in run.metrics else None
-    return order[(order.index(now) + 1) % len(order)]
-
-
-def trial_lines(search: leaderboard.Search, buckets: int) -> list[PlotLine]:
-    """Each trial's tune metric per iteration, best trial first (a colour per trial)."""
-    kind = "val_acc" if search.mode == "max" else "val_loss"
-    lines = []
-    for trial in search.ranked():
-        if len(trial.curve):
-            xs, ys = trial.curve.decimate(buckets)
-            lines.append(PlotLine(trial.id, f"#{trial.number}", kind, xs, ys))
-            if trial.status == "stopped_early":  # where ASHA cut it
-                lines.append(PlotLine(trial.id, f"#{trial.number}", "cut", xs[-1:], ys[-1:]))
-    return lines
 
 
 def weights_view(board: Board, selected: str | None, layer: str | None, move: int = 0) -> tuple[

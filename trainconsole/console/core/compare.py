@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainconsole.console.core.board import RUN_COLORS, PlotLine, duration, human_bytes, label
+from trainconsole.console.core.board import duration, human_bytes
 from trainconsole.console.core.history import Series
-from trainconsole.console.core.run_state import RunState
+from trainconsole.console.core.plot import RUN_COLORS, PlotLine
+from trainconsole.console.core.run_state import RunState, label
 
 AXES = ("step", "wall time")
 MISSING = "—"  # a key one run's config does not have

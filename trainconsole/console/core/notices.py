@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainconsole.console.core.board import label
-from trainconsole.console.core.run_state import Event, RunState
+from trainconsole.console.core.run_state import Event, RunState, label
 from trainconsole.console.core.run_update import RunUpdate
 
 #: The warnings worth a notice (the others stay in the run's log pane).

@@ -14,8 +14,10 @@ from trainconsole.console.core.history import Series
 from trainconsole.console.core.leaderboard import Search
 from trainconsole.console.core.weights import Weights
 from trainconsole.trainers.protocol import FINAL, Event, derive_status, in_queue
-from trainconsole.trainers.protocol.rates import MeanRate
+from trainconsole.trainers.protocol.run_row import NOT_METRICS, RunRow, is_num
 from trainconsole.trainers.protocol.shapes import Mem
+
+__all__ = ["NOT_METRICS", "Event", "Note", "RunState", "label", "summarized"]
 
 
 @dataclass(frozen=True)
@@ -30,46 +32,24 @@ class Note:
 
 
 @dataclass
-class RunState:
-    """Everything the console shows about one run."""
+class RunState(RunRow):
+    """Everything the console shows about one run: its row's facts (`RunRow`, the fold the run index
+    uses too), run.json's, and its histories and notes."""
 
-    id: str
-    name: str = ""
     kind: str = "train"
-    strategy: str = ""
-    epochs: int | None = None
     pid: int | None = None
     pid_started: float | None = None
     host: str | None = None  # where its process runs (run.json)
     started_at: float | None = None
     ended_at: float | None = None
     ran_s: float = 0.0  # seconds its earlier processes ran (a resumed run)
-    final: str | None = None
-    final_t: float = 0.0
+    name: str = ""
     alive: bool | None = None
     queue_facts: dict[str, Any] = field(default_factory=dict)  # run.json's `queued` and `dequeued_at`
-    said_started: bool = False  # its log has a `started` (since the last launch)
     problem: str = ""
-    world_size: int | None = None
-    devices: Any = None
-    params: int | None = None
-    trainable_params: int | None = None
-    step: int | None = None
-    epoch: int | None = None
-    loss: float | None = None
-    lr: float | None = None
-    samples_per_s: float | None = None  # the run's mean over its training (protocol.rates)
-    rate: MeanRate = field(default_factory=MeanRate)
-    val_loss: float | None = None
-    val_acc: float | None = None
-    best_val_acc: float | None = None
     mem: Mem | None = None
-    t_first: float | None = None
-    t_last: float | None = None
-    events: int = 0
     train_loss: Series = field(default_factory=Series)  # the loss (or, wanting one, the first loss-like)
     metrics: dict[str, Series] = field(default_factory=dict)  # every other training metric a step carries
-    loss_key: str | None = None  # the step field shown as its loss: `loss`, else the first loss-like
     plotted: str | None = None  # the metric its plot shows (m cycles; None: the loss)
     val_losses: Series = field(default_factory=Series)
     val_accs: Series = field(default_factory=Series)
@@ -82,7 +62,6 @@ class RunState:
     step_times: Series = field(default_factory=Series)  # step -> seconds since the first event (wall axis)
     search: Search | None = None  # a tune run's trials
     trials_summary: tuple[int, float | None] | None = None  # a search's trials and best, from the run index
-    disk_full: bool = False  # its last word on the disk was `disk_full` (paused, or lost for it)
     summarized: bool = False  # made from the run index's summary: its row only, its history not read yet
 
     @property
@@ -106,15 +85,12 @@ class RunState:
         self.epochs = epochs if epochs is not None else self.epochs
 
     def apply(self, event: Event) -> None:
-        """Update from one event; unknown kinds are ignored."""
-        t = event.get("t")
-        if isinstance(t, (int, float)):
-            self.t_first = t if self.t_first is None else self.t_first
-            self.t_last = t
-        self.events += 1
+        """Update from one event: its row's facts, then its histories and notes; unknown kinds are ignored."""
+        RunRow.apply(self, event)
         handler = _HANDLERS.get(event.get("type", ""))
         if handler is not None:
-            handler(self, event, float(t) if isinstance(t, (int, float)) else 0.0)
+            t = event.get("t")
+            handler(self, event, float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else 0.0)
 
     def elapsed(self, now: float) -> float | None:
         """Seconds it has run: its earlier processes' (a resumed run) and its current one's, from start to
@@ -126,47 +102,36 @@ class RunState:
         return self.ran_s + max(0.0, end - start)
 
 
+def label(run: RunState) -> str:
+    """A short name for a run: its name and the random end of its id."""
+    suffix = run.id.rsplit("-", 1)[-1]
+    return f"{run.name}·{suffix}" if run.name and suffix != run.id else run.id
+
+
 def summarized(run_id: str, row: dict[str, Any], facts: dict[str, Any]) -> RunState | None:
-    """An ended run's state as its index summary gives it (`trainconsole.trainers.protocol.index`): every
-    fact of its
-    row, none of its history (read when it is wanted). None when the summary cannot give the row the log
-    would (a status the facts do not derive; a search whose summary lacks its metric or trial count: one
-    made before summaries had them)."""
+    """An ended run's state as its index summary gives it (`trainconsole.trainers.protocol.index`): its
+    row's facts (folded from its log by `RunRow`, as the console folds it) and run.json's, none of its
+    history (read when it is wanted). None when the summary cannot give the row the log would (a status
+    the facts do not derive; a search whose summary lacks its metric or trial count)."""
     last = row.get("last") or {}
     tune = row.get("kind") == "tune"
-    if tune and not ("metric" in facts and isinstance(last.get("trials"), int)):
+    if not RunRow.has_facts(facts) or row.get("status") not in FINAL.values():
         return None
-    if row.get("status") not in FINAL.values() or "t_first" not in facts:
+    if tune and not (facts["metric"] and isinstance(last.get("trials"), int)):
         return None
-    run = RunState(run_id, summarized=True, said_started=True, alive=False)
-    run.strategy = facts.get("strategy") or ""
-    run.world_size = facts.get("world_size")
-    run.set_info(row, last.get("epochs"))
-    run.final = row["status"] if row["status"] != "lost" else None
-    run.final_t = facts.get("final_t") or 0.0
-    run.t_first, run.t_last = facts.get("t_first"), facts.get("t_last")
-    run.epoch, run.val_loss, run.val_acc = last.get("epoch"), last.get("val_loss"), last.get("val_acc")
-    run.loss_key = "loss" if _is_num(last.get("loss")) else next(
-        (k for k, v in last.items() if "loss" in k.lower() and _is_num(v) and k not in NOT_METRICS
-         and not k.startswith("val_")), None)  # (an eval's)
-    run.loss = last.get(run.loss_key) if run.loss_key else None
-    run.samples_per_s, run.best_val_acc = last.get("samples_per_s"), facts.get("best_val_acc")
-    run.disk_full = row.get("paused") == "disk full"
+    run = RunState(run_id, summarized=True, alive=False)
+    run.take_facts(facts)
+    run.set_info({**row, "ran_s": facts.get("ran_s")}, last.get("epochs"))  # (epochs: as the live row)
     if tune:  # its row: the trial count and the best trial's metric (as `index.search_result` ranks them)
-        best = last.get(facts["metric"])
+        best = last.get(run.metric or "val_acc")
         run.trials_summary = (last["trials"], best if _is_num(best) else None)
-        if facts["metric"] == "val_acc" and run.best_val_acc is None:
+        if run.metric == "val_acc" and run.best_val_acc is None:
             run.best_val_acc = run.trials_summary[1]  # `b` ranks a search by its best trial
     return run if run.status == row["status"] else None
 
 
 def _started(run: RunState, e: Event, t: float) -> None:
-    run.final, run.failure, run.said_started = None, None, True
-    if isinstance(e.get("epochs"), int):  # a script's total, from its argv
-        run.epochs = e["epochs"]
-    run.strategy = e.get("strategy") or run.strategy
-    for key in ("world_size", "devices", "params", "trainable_params"):
-        setattr(run, key, e.get(key, getattr(run, key)))
+    run.failure = None
     if e.get("metric") and e.get("mode") in ("max", "min"):  # a tune run names what it optimises
         run.search = run.search or Search()
         run.search.metric, run.search.mode = str(e["metric"]), e["mode"]
@@ -190,21 +155,9 @@ def _devices(devices: Any) -> str:
 
 
 def _step(run: RunState, e: Event, t: float) -> None:
-    for key in ("step", "epoch", "lr"):
-        if e.get(key) is not None:
-            setattr(run, key, e[key])
-    run.rate.add(e)
-    if isinstance(e.get("epochs"), int):  # a script's total, as printed (`Epoch 3/10`)
-        run.epochs = e["epochs"]
-    run.samples_per_s = run.rate.value
     if isinstance(e.get("mem"), dict):
         run.mem = e["mem"]
-    if run.loss_key is None or run.loss_key != "loss" and _is_num(e.get("loss")):
-        run.loss_key = "loss" if _is_num(e.get("loss")) else next(  # dcgan's `Loss_D`: its first loss
-            (k for k, v in e.items() if "loss" in k.lower() and _is_num(v) and k not in NOT_METRICS), None)
-    loss = e.get(run.loss_key or "loss")
-    if _is_num(loss):
-        run.loss = loss
+    loss = e.get(run.loss_key or "loss")  # (`RunRow` has taken the step's loss)
     if _is_num(e.get("step")):
         if _is_num(loss):
             run.train_loss.append(e["step"], loss)
@@ -214,28 +167,15 @@ def _step(run: RunState, e: Event, t: float) -> None:
                 run.metrics.setdefault(key, Series()).append(e["step"], value)
 
 
-#: A step event's fields that are not a training metric of its own to plot (the trainer's rate and
-#: learning rate included: m cycles through what a script logs beside its loss).
-NOT_METRICS = frozenset({"v", "t", "run", "type", "step", "epoch", "epochs", "rank", "count", "samples",
-                         "train_s", "mem", "timing", "lr", "samples_per_s"})
-
 
 def _eval(run: RunState, e: Event, t: float) -> None:
-    run.epoch = e.get("epoch", run.epoch)
     x = e.get("step", run.step if run.step is not None else e.get("epoch"))
     for key, series in (("val_loss", run.val_losses), ("val_acc", run.val_accs)):
-        value = e.get(key)
-        if _is_num(value):
-            setattr(run, key, value)
-            if _is_num(x):
-                series.append(x, value)
-    if _is_num(e.get("val_acc")) and (run.best_val_acc is None or e["val_acc"] > run.best_val_acc):
-        run.best_val_acc = e["val_acc"]
+        if _is_num(e.get(key)) and _is_num(x):
+            series.append(x, e[key])
 
 
 def _warning(run: RunState, e: Event, t: float) -> None:
-    if e.get("code") in ("disk_full", "disk_space_back"):
-        run.disk_full = e["code"] == "disk_full"
     code = f"[{e['code']}] " if e.get("code") else ""
     paused = "paused: disk full; " if e.get("code") == "disk_full" else ""
     run.notes.append(Note(t, "warning", paused + code + str(e.get("message", "")), str(e.get("hint") or "")))
@@ -258,7 +198,6 @@ def _oom(run: RunState, e: Event, t: float) -> None:
 
 def _final(run: RunState, e: Event, t: float) -> None:
     kind = e["type"]
-    run.final, run.final_t = FINAL[kind], t
     _cost(run, e, t)
     if kind == "failed":
         run.failure = e
@@ -268,7 +207,6 @@ def _final(run: RunState, e: Event, t: float) -> None:
         if run.search is not None and e.get("best_trial"):
             run.search.best_trial = str(e["best_trial"])
         best = e.get("best_val_acc", run.best_val_acc)
-        run.best_val_acc = best if _is_num(best) else run.best_val_acc
         text = "finished" + (f": best val acc {best:.4f}" if _is_num(best) else "")
         run.notes.append(Note(t, "info", text))
     else:
@@ -297,8 +235,7 @@ def _histogram(run: RunState, e: Event, t: float) -> None:
     run.weights.apply(e)
 
 
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+_is_num = is_num
 
 
 _HANDLERS = {

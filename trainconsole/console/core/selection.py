@@ -29,6 +29,15 @@ class Selection:
         """The marked runs the board still has, in marking order (which gives each its colour)."""
         return [run_id for run_id in self.marked if run_id in board.runs]
 
+    def targets(self, board: Board, cursor: str | None) -> list[str]:
+        """What a key that acts on runs takes: the marked runs the board still has, else the run under
+        the cursor (`cursor`; else the selected one), which becomes the selected one; [] when none."""
+        marked = self.compared(board)
+        if marked:
+            return marked
+        self.selected = cursor or self.selected
+        return [self.selected] if self.selected is not None else []
+
     def next_ranking(self) -> str:
         """Sort by the next ranking (newest first, best validation accuracy); returns it."""
         self.ranking = RANKINGS[(RANKINGS.index(self.ranking) + 1) % len(RANKINGS)]

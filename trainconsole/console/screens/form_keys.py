@@ -6,20 +6,14 @@ that differ highlighted). A mixin of `MainScreen`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainconsole.console import demos
+from trainconsole.console.screens.dashboard_parts import Parts
 from trainconsole.console.screens.path_screen import PathScreen
 from trainconsole.console.widgets.run_form import RunForm
 from trainconsole.trainers import protocol
 from trainconsole.trainers.protocol import tune_config
-
-if TYPE_CHECKING:
-    from trainconsole.console.screens.main_screen import MainScreen
-
-    Base = MainScreen
-else:
-    Base = object
 
 #: The configs shipped with trainconsole: `w` never proposes to overwrite one.
 EXAMPLES = demos.FOLDER.resolve()
@@ -37,7 +31,7 @@ def save_proposal(path: str) -> str:
     return str(here)
 
 
-class FormKeys(Base):
+class FormKeys(Parts):
     """Load, save, compare and edit: the keys between config files, runs and the form."""
 
     def action_load(self) -> None:

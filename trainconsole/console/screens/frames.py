@@ -1,25 +1,28 @@
 """Frames: the board, at a few frames a second, onto the dashboard.
 
 The dashboard owns one `Frames`: the table, log and memory in one frame, the plot (the costliest pane)
-in its own, slower one, and nothing drawn when nothing changed. The board is the app's (the tailer's
-updates go into it); what is shown of it is the dashboard's `Selection`.
+in its own, slower one, and nothing drawn when nothing changed. It is given what it draws from (the
+app's board, which the tailer's updates go into; the dashboard's `Selection`; the clock) and what it
+draws onto (a `Canvas`: the dashboard, whose own methods put a frame into its panes).
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trainconsole.console.core import leaderboard
 from trainconsole.console.core.board import build_view, plot_view, weights_view
-from trainconsole.console.widgets.leaderboard import Leaderboard
-from trainconsole.console.widgets.runs_table import RunsTable
 
 if TYPE_CHECKING:
+    from textual.app import App
     from textual.timer import Timer
 
-    from trainconsole.console.core.board import Board
-    from trainconsole.console.screens.main_screen import MainScreen
+    from trainconsole.console.core.board import Board, View
+    from trainconsole.console.core.plot import PlotLine
+    from trainconsole.console.core.selection import Selection
+    from trainconsole.console.core.weights import Snapshot
 
 #: At most 20 frames a second, and none when nothing changed: an event waits at most this long for its
 #: frame, after the tailer's poll (POLL_S) has read it (benchmarks/console_live.py: p50 and p99 lags).
@@ -28,11 +31,30 @@ PLOT_S = 0.5  # the plot (the costliest pane) about twice a second
 PLOT_AFTER_S = FRAME_S / 4  # after the frame's own render
 
 
-class Frames:
-    """Draws the app's board onto one dashboard."""
+class Canvas(Protocol):
+    """What frames are drawn onto: the dashboard's panes, its timers and its workers (each method as the
+    dashboard's own)."""
 
-    def __init__(self, screen: MainScreen) -> None:
-        self.screen = screen
+    app: App[Any]
+    plot_width: int
+
+    def show_view(self, view: View) -> None: ...
+    def show_plot(self, lines: list[PlotLine], title: str, any_runs: bool) -> None: ...
+    def show_weights(self, history: list[Snapshot], title: str, on: bool) -> None: ...
+    def show_devices(self) -> None: ...
+    def show_importance(self, text: str) -> None: ...
+    def select_run(self, run_id: str) -> None: ...
+    def refresh_bindings(self) -> None: ...
+    def set_timer(self, delay: float, callback: Callable[[], Any]) -> Timer: ...
+    def run_worker(self, work: Callable[[], Any], **options: Any) -> Any: ...
+
+
+class Frames:
+    """Draws a board, as a selection shows it, onto one canvas."""
+
+    def __init__(self, screen: Canvas, board: Board, selection: Selection,
+                 clock: Callable[[], float]) -> None:
+        self.screen, self.board, self.selection, self.clock = screen, board, selection, clock
         self.labels: dict[str, str] = {}  # run id -> its label in the table (for the memory bars)
         self.select_next: str | None = None  # a run to put the cursor on once its row is drawn
         self._force: set[str] = {"*"}
@@ -74,9 +96,9 @@ class Frames:
         self._frame_timer, self._last_frame = None, time.monotonic()
         if not self._drawable():
             return
-        screen, sel, board = self.screen, self.screen.selection, self.screen.board
+        screen, sel, board = self.screen, self.selection, self.board
         changed = board.take_dirty() | self._force
-        view = build_view(board, screen.clock(), sel.selected, sel.marked, sel.ranking, changed)
+        view = build_view(board, self.clock(), sel.selected, sel.marked, sel.ranking, changed)
         self._force = set()
         sel.selected, self.labels = view.selected, view.labels
         self.want_histories(board, [sel.selected, *sel.marked])
@@ -90,14 +112,14 @@ class Frames:
             self._refresh_importance(view.trials.ended)
         screen.show_devices()
         if self.select_next in view.labels:
-            screen.query_one(RunsTable).select(self.select_next)
+            screen.select_run(self.select_next)
             self.select_next = None
         if view.plot_changed:
             self._schedule_plot()
 
     def _refresh_importance(self, ended: list[tuple[dict[str, Any], float]]) -> None:
         """Recompute the parameter importance in a thread when a trial of the shown search has ended."""
-        key = (self.screen.selection.selected, len(ended))
+        key = (self.selection.selected, len(ended))
         if key == self._importance_key:
             return
         self._importance_key = key
@@ -110,7 +132,7 @@ class Frames:
 
     def _show_importance(self, key: tuple[str | None, int], text: str) -> None:
         if key == self._importance_key and self._drawable():
-            self.screen.query_one(Leaderboard).show_importance(text)
+            self.screen.show_importance(text)
 
     def _schedule_plot(self) -> None:
         """Draw the plot PLOT_AFTER_S after this frame if it is due by the next one, else once it is due
@@ -130,7 +152,7 @@ class Frames:
         self._plot_timer, self._plot_next = None, time.monotonic() + PLOT_S
         if not self._drawable():
             return
-        screen, sel, board = self.screen, self.screen.selection, self.screen.board
+        screen, sel, board = self.screen, self.selection, self.board
         if sel.showing_weights(board):
             history, title, sel.layer = weights_view(board, sel.selected, sel.layer)
             screen.show_weights(history, title, on=True)

@@ -70,13 +70,6 @@ class HelpScreen(ModalScreen[None]):
 
 def show_help(app: App[object]) -> None:
     """`?` from any screen: every key of every screen, by where it acts (the same list wherever it is
-    asked), generated from the screens' own bindings so it cannot drift from them."""
-    from trainconsole.console.screens.compare_screen import CompareScreen
-    from trainconsole.console.screens.main_screen import MainScreen
-    from trainconsole.console.widgets.run_form import RunForm
-
-    sections: list[Section] = [
-        ("dashboard", list(MainScreen.BINDINGS)), ("setup form (5 or n)", list(RunForm.BINDINGS)),
-        ("compare (c, with two runs overlaid)", list(CompareScreen.BINDINGS)),
-        ("anywhere", [b for b in app.BINDINGS if isinstance(b, Binding)])]
-    app.push_screen(HelpScreen.of(sections))
+    asked), generated from the screens' own bindings (`help_sections`: the app's) so it cannot drift
+    from them."""
+    app.push_screen(HelpScreen.of(app.help_sections()))  # type: ignore[attr-defined]

@@ -1,8 +1,9 @@
 """The dashboard: setup, runs, plot, devices and log panes; side by side when wide, tabs when narrow.
 
 It owns its keys: the lifecycle keys act through the control layer (`RunCommands`, in thread workers),
-the view keys change its `Selection`, and its `Frames` draw the app's board onto it. Groups of its keys
-are mixins, each in its own module: `RunMarks`, `TableKeys`, `FormKeys` and `TrialKeys`.
+the view keys change its `Selection`, and its `Frames` draw the app's board onto it. A search's `x` and
+`t` are its own handlers here; three groups of its keys are still mixins, each in its own module:
+`RunMarks`, `TableKeys` and `FormKeys`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
 from trainconsole.console.control import Control, Refused
-from trainconsole.console.core.board import Board, PlotLine, View, next_metric, plotted, weights_view
+from trainconsole.console.core.board import Board, View, weights_view
+from trainconsole.console.core.leaderboard import Search, Trial, searched
+from trainconsole.console.core.plot import PlotLine, next_metric, plotted
 from trainconsole.console.core.selection import Selection
 from trainconsole.console.core.weights import Snapshot
 from trainconsole.console.screens.form_keys import FormKeys
@@ -26,7 +29,6 @@ from trainconsole.console.screens.keys import KEYS, MARK_SEARCH, PANE_KEYS, RANK
 from trainconsole.console.screens.run_commands import RunCommands
 from trainconsole.console.screens.run_marks import RunMarks
 from trainconsole.console.screens.table_keys import TableKeys
-from trainconsole.console.screens.trial_keys import TrialKeys
 from trainconsole.console.services.gpu import Devices
 from trainconsole.console.widgets.filter_line import FilterLine
 from trainconsole.console.widgets.gpu_bars import GpuBars
@@ -36,7 +38,7 @@ from trainconsole.console.widgets.run_form import RunForm
 from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 from trainconsole.console.widgets.weight_histogram import WeightHistogram
-from trainconsole.trainers.protocol import Config, hosts
+from trainconsole.trainers.protocol import Config, RunDir, hosts
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
@@ -47,7 +49,7 @@ VERY_WIDE = 160
 SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare", "metric")
 
 
-class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
+class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
     """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
     that act on the runs shown (those on marked runs in `RunMarks`, the table's own in `TableKeys`)."""
 
@@ -60,7 +62,7 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
         self.board, self.clock = board, clock  # the app's: the tailer's updates go into the board
         self.pane = "runs"
         self.selection = Selection()
-        self.frames = Frames(self)
+        self.frames = Frames(self, board, self.selection, clock)
         self.commands = RunCommands(self, control)
 
     def compose(self) -> ComposeResult:
@@ -172,6 +174,14 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
         if devices is not None:
             self.query_one(GpuBars).show(devices, self.frames.labels)
 
+    def show_importance(self, text: str) -> None:
+        """Put the parameter importance of the shown search under its trials."""
+        self.query_one(Leaderboard).show_importance(text)
+
+    def select_run(self, run_id: str) -> None:
+        """Move the runs table's cursor to this run."""
+        self.query_one(RunsTable).select(run_id)
+
     @property
     def plot_width(self) -> int:
         """Columns the plot has to draw in."""
@@ -239,17 +249,50 @@ class MainScreen(RunMarks, TableKeys, FormKeys, TrialKeys, Screen[None]):
         """Enter in the form launches."""
         self.commands.launch(event.config)
 
-    def launched(self, run_id: str) -> None:
+    def on_run_commands_launched(self, event: RunCommands.Launched) -> None:
         """A run was launched here: say so and select it once its row is drawn."""
-        self.notify(f"launched {run_id}")
-        self.frames.select_next = run_id
+        self.notify(f"launched {event.run_id}")
+        self.frames.select_next = event.run_id
         self.show_pane("runs")
         self.app.tailer.poke()  # type: ignore[attr-defined]
 
-    def done(self, message: str, severity: str = "information") -> None:
+    def on_run_commands_done(self, event: RunCommands.Done) -> None:
         """An action ended: say how, and read the runs at once."""
-        self.notify(message, severity=severity)  # type: ignore[arg-type]
+        self.notify(event.message, severity=event.severity)  # type: ignore[arg-type]
         self.app.tailer.poke()  # type: ignore[attr-defined]
+
+    # -- a search's trials: x stops the one under the leaderboard's cursor, t trains its config --------
+
+    def _selected_search(self) -> tuple[RunDir, Search] | None:
+        """The selected run and its trials, if it is a tune run (else a notice and None)."""
+        run = self._selected_run()
+        state = self.board.runs.get(run.id) if run is not None else None
+        if run is None or state is None or state.search is None or not state.search.trials:
+            self.notify("select a tune run with trials first", severity="warning")
+            return None
+        return run, state.search
+
+    def chosen_trial(self, search: Search) -> Trial | None:
+        """The trial under the leaderboard's cursor, else the search's best: what `t` trains."""
+        return self.query_one(Leaderboard).chosen(search)
+
+    def action_stop_trial(self) -> None:
+        """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
+        found = self._selected_search()
+        trial_id = self.query_one(Leaderboard).selected_trial if found else None
+        if found is None or trial_id is None or self.refused("stop a trial"):  # (a UI-thread call)
+            return
+        self.commands.control.stop_trial(found[0], trial_id)
+        self.notify(f"asked trial #{found[1].trials[trial_id].number} to stop; the search goes on")
+
+    def action_train_trial(self) -> None:
+        """Train the selected trial's config (or the best trial's) as a full run."""
+        found = self._selected_search()
+        trial = self.chosen_trial(found[1]) if found else None
+        if found is None or trial is None:
+            return
+        self.notify(f"training trial #{trial.number}: {searched(trial.config)}")  # what `t` took, said first
+        self.commands.train_trial(found[0], trial.number, dict(trial.config))
 
     # -- keys that change what is shown ---------------------------------------------------------------
 

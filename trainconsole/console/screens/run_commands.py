@@ -1,24 +1,42 @@
 """The dashboard's lifecycle keys carried out: each calls the control layer in a thread worker (a process
-start, a stop's grace period or the wait for killed processes may block) and reports in a toast."""
+start, a stop's grace period or the wait for killed processes may block) and posts how it ended to the
+screen (`Done`, `Launched`), which says it in a toast."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
 
 from trainconsole.console.control import Refused
 from trainconsole.trainers import protocol
 from trainconsole.trainers.protocol import Config, RunDir
 
 if TYPE_CHECKING:
+    from textual.screen import Screen
+
     from trainconsole.console.control import Control
-    from trainconsole.console.screens.main_screen import MainScreen
 
 
 class RunCommands:
     """Launch, stop, kill, resume and train-a-trial for one dashboard, off the UI thread."""
 
-    def __init__(self, screen: MainScreen, control: Control) -> None:
+    @dataclass
+    class Done(Message):
+        """An action ended: what to say, and how loudly."""
+
+        message: str
+        severity: str = "information"
+
+    @dataclass
+    class Launched(Message):
+        """A run was launched from this screen."""
+
+        run_id: str
+
+    def __init__(self, screen: Screen[Any], control: Control) -> None:
         self.screen, self.control = screen, control
 
     def _in_thread(self, name: str, body: Callable[[], None]) -> None:
@@ -31,13 +49,13 @@ class RunCommands:
         self.screen.run_worker(refusable, name=name, thread=True, group="runs", exit_on_error=False)
 
     def _report(self, message: str, severity: str = "information") -> None:
-        self.screen.app.call_from_thread(self.screen.done, message, severity)
+        self.screen.post_message(self.Done(message, severity))  # (thread-safe)
 
     def launch(self, config: Config) -> None:
         """Start the config as a new run (detached: it outlives the console) and select it."""
         def body() -> None:
             run = self.control.launch(config)
-            self.screen.app.call_from_thread(self.screen.launched, run.id)
+            self.screen.post_message(self.Launched(run.id))
         self._in_thread("launch_run", body)
 
     def stop(self, found: list[RunDir]) -> None:
@@ -85,7 +103,7 @@ class RunCommands:
                 return
             epochs = new.epochs(new.read_info())  # the search's max_t: more than a cut trial trained
             self._report(f"training trial #{number}'s config for {epochs} epochs (the search's max_t)")
-            self.screen.app.call_from_thread(self.screen.launched, new.id)
+            self.screen.post_message(self.Launched(new.id))
         self._in_thread("train_trial", body)
 
     def delete(self, found: list[RunDir]) -> None:

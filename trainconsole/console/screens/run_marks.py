@@ -8,18 +8,11 @@ the control layer. A mixin of `MainScreen`, which keeps the screen's module to i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from trainconsole.console.screens.confirm_screen import ConfirmScreen
+from trainconsole.console.screens.dashboard_parts import Parts
 from trainconsole.console.widgets.runs_table import RunsTable
 from trainconsole.trainers import protocol
-
-if TYPE_CHECKING:
-    from trainconsole.console.screens.main_screen import MainScreen
-
-    Base = MainScreen
-else:
-    Base = object
 
 
 def runs_named(ids: list[str]) -> str:
@@ -27,7 +20,7 @@ def runs_named(ids: list[str]) -> str:
     return f"run {ids[0]}" if len(ids) == 1 else f"{len(ids)} runs"
 
 
-class RunMarks(Base):
+class RunMarks(Parts):
     """Which runs a key acts on, and the keys that stop, kill, resume and delete them."""
 
     def _cursor_run(self) -> str | None:
@@ -44,11 +37,10 @@ class RunMarks(Base):
 
     def chosen_runs(self) -> list[protocol.RunDir]:
         """The marked runs the board still has, else the run under the cursor (else a notice and [])."""
-        ids = self.selection.compared(self.board)
-        if ids:
-            return [self.commands.control.run(run_id) for run_id in ids]
-        run = self._selected_run()
-        return [run] if run is not None else []
+        ids = self.selection.targets(self.board, self._cursor_run())
+        if not ids:
+            self.notify("no run selected", severity="warning")
+        return [self.commands.control.run(run_id) for run_id in ids]
 
     def _confirmed(self, question: str, act: Callable[[], None]) -> None:
         self.app.push_screen(ConfirmScreen(question), lambda yes: act() if yes else None)

@@ -7,24 +7,16 @@ A mixin of `MainScreen`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual.widgets import DataTable
 from textual.worker import Worker
 
 from trainconsole.console.core.table_view import TableView
 from trainconsole.console.filters import Filter, FilterError, parse
+from trainconsole.console.screens.dashboard_parts import Parts
 from trainconsole.console.screens.path_screen import PathScreen
 from trainconsole.console.services.run_meta import MetaWatch, RunMeta
 from trainconsole.console.widgets.filter_line import FilterLine
 from trainconsole.console.widgets.runs_table import RunsTable
-
-if TYPE_CHECKING:
-    from trainconsole.console.screens.main_screen import MainScreen
-
-    Base = MainScreen
-else:
-    Base = object
 
 META_S = 0.5  # tags and notes re-read (a stat per run) twice a second
 #: The table's keys that the footer has no room for, on the runs pane's bottom border.
@@ -32,7 +24,7 @@ TABLE_KEYS = "/ filter · > sort · # tag · a note"
 FILTER_S = 1.0  # an active filter re-asked of the runs' summaries (new runs, changed statuses) every second
 
 
-class TableKeys(Base):
+class TableKeys(Parts):
     """The filter line, the sort column, tags and notes of the runs table."""
 
     table_view: TableView

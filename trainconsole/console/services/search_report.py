@@ -11,10 +11,10 @@ from ..core.leaderboard import Search, importance_bars, searched, status_text
 from ..core.run_state import RunState
 
 
-def search_of(run: RunDir) -> Search | None:
+def search_of(run_id: str, events: list[protocol.Event]) -> Search | None:
     """The search as the console builds it from the run's events (None: not a tune run)."""
-    state = RunState(run.id)
-    for event in protocol.read_all(run.events):
+    state = RunState(run_id)
+    for event in events:
         state.apply(event)
     return state.search
 

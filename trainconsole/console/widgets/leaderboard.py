@@ -8,6 +8,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
 from trainconsole.console.core.board import Row, TrialsView
+from trainconsole.console.core.leaderboard import Search, Trial
 
 #: Columns: key, header, width (None: the searched values take the rest).
 COLUMNS = (("mark", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", 3),
@@ -32,6 +33,10 @@ class Leaderboard(DataTable[Text]):
         if not self._rows or not 0 <= self.cursor_row < len(self._rows):
             return None
         return self._rows[self.cursor_row][0]
+
+    def chosen(self, search: Search) -> Trial | None:
+        """The trial under the cursor, else the search's best: what `t` trains."""
+        return search.trials.get(self.selected_trial or "") or search.leader()
 
     def update_rows(self, trials: TrialsView) -> None:
         """Show the trials' rows (best first); the cursor stays on its trial when the order changes."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual_plotext import PlotextPlot
 
-from trainconsole.console.core.board import RUN_COLORS, PlotLine
+from trainconsole.console.core.plot import RUN_COLORS, PlotLine
 
 #: One run: a colour per kind of line. Several runs: a colour per run (the selected run first).
 KIND_COLORS = {"train": "cyan", "val_loss": "yellow", "val_acc": "green"}

@@ -24,19 +24,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, read_all, tail
+from .events import EVAL, FINAL, FINISHED, STEP, Event, read_all
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
-from .rates import mean_rate
+from .rates import MeanRate
+from .run_row import DISK_CODES, RunRow
 from .rundir import RunDir, epochs_in
-from .status import last_final
 
+#: The bytes at the end of a log read whole (`events.tail`'s): the rest is searched (`scan`).
+TAIL_BYTES = 64 << 10
 #: Seconds after its last change before a run's summary is kept (see `settled`).
 SETTLE_S = 2.0
 ROW_FIELDS = ("id", "name", "kind", "strategy", "pid", "host", "started_at", "ended_at")
-NOT_METRICS = frozenset({"v", "t", "run", "type", "mem"})
-#: The warnings that say a run waits for disk space, and that it has it back.
-DISK_CODES = ("disk_full", "disk_space_back")
+NOT_METRICS = frozenset({"v", "t", "run", "type", "mem"})  # (of the `ls` row's `last`)
+#: The lines of a whole log whose facts outlast its tail (`RunRow`): found by search, not parsed all.
+WHOLE_LOG = (b'"eval"', b'"started"', b'"finished"', b'"failed"', b'"stopped"', b'"killed"', b'"epochs"',
+             *(f'"{code}"'.encode() for code in DISK_CODES))
 #: What a status function gets: the run, its tail of events and its run.json.
 StatusOf = Callable[[RunDir, list[Event], dict[str, Any]], str]
 
@@ -64,29 +67,29 @@ def settled(key: str) -> bool:
 
 
 def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
-        config: dict[str, Any] | None = None) -> dict[str, Any]:
+        config: dict[str, Any] | None = None, facts: RunRow | None = None) -> dict[str, Any]:
     """The run as one `ls` row: id, name, kind, strategy, pid, host, started_at, ended_at, status, last
     (the latest metrics), cause (a failure's), tags, note and size (bytes on disk). `config`: the run's,
-    if already read."""
+    if already read; `facts`: its events folded (`fold`), else `events` are."""
+    facts = fold(events) if facts is None else facts
     last: dict[str, Any] = {}
     for event in events:
         if event.get("type") in (STEP, EVAL, FINISHED):
             last.update({k: v for k, v in event.items() if k not in NOT_METRICS})
-    rate = mean_rate(events)  # the run's mean, not its last window's (`rates`)
-    if rate is not None:
-        last["samples_per_s"] = rate
+    if facts.samples_per_s is not None:  # the run's mean, not its last window's (`rates`)
+        last["samples_per_s"] = facts.samples_per_s
     if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
         last.update(search_result(run.events))
-    # a training run's total, as the console's row (a script's: its events')
+    # a training run's total, as the console's row (a script's: its events', as they last said it)
     total = run.epochs(info) if config is None else epochs_in(info, config)
+    total = facts.epochs if total is None else total
     if total:
         last["epochs"] = total
     out = {k: info.get(k) for k in ROW_FIELDS}
     meta = read_meta(run)
     out.update(id=run.id, status=status, last=last, tags=tags_of(meta), note=str(meta.get("note") or ""),
                size=disk_size(run.path))
-    space = next((e["code"] for e in reversed(events) if e.get("code") in DISK_CODES), None)
-    if space == "disk_full" and status in ("running", "lost"):  # as the console's row says it
+    if facts.disk_full and status in ("running", "lost"):  # as the console's row says it
         out["paused"] = "disk full"
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
     if failure is not None and status == "failed":
@@ -122,12 +125,24 @@ def search_result(path: Path) -> dict[str, Any]:
 def summarize(run: RunDir, status_of: StatusOf) -> Summary:
     """A run's whole summary, derived from its files now."""
     key = fingerprint(os.fspath(run.path))  # before reading: a change meanwhile leaves it stale, never wrong
-    info, events = run.read_info(), tail(run.events)
-    best, facts = scan(run.events)
-    facts.update(t_last=_t(events[-1]) if events else facts.get("t_last"), final_t=last_final(events)[1])
+    info = run.read_info()
+    best, before, events = scan(run.events)
+    facts = fold(before, events)
     config = read_config(run.config)  # once: TOML is most of a summary's cost
-    return Summary.of(run.id, key, row(run, info, events, status_of(run, events, info), config), best,
-                      flatten(config), facts)
+    ls_row = row(run, info, events, status_of(run, events, info), config, facts)
+    # the facts of its events, and of its run.json beyond the `ls` row (a resumed run's earlier seconds)
+    more = {"ran_s": info.get("ran_s")}
+    return Summary.of(run.id, key, ls_row, best, flatten(config), {**facts.facts(), **more})
+
+
+def fold(*parts: list[Event]) -> RunRow:
+    """The row's facts (`RunRow`) of these parts of a log, in order: the lines before its tail whose
+    facts outlast it (`scan`), then its tail: the facts of the whole log, as the console folds it."""
+    facts = RunRow()
+    for part in parts:
+        for event in part:
+            facts.apply(event)
+    return facts
 
 
 def best_metrics(path: Path) -> dict[str, Any]:
@@ -135,34 +150,35 @@ def best_metrics(path: Path) -> dict[str, Any]:
     return scan(path)[0]
 
 
-def scan(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """One read of the whole log, parsing only its `eval`, `started` and `finished` lines (a log of
-    megabytes of steps costs one read): the best metrics, and the facts the console's row needs beyond
-    the `ls` row (`index_file.Summary.facts`: the first event's time, the last `started`'s strategy and
-    world size (a search's: its metric), the best val_acc as the console's row ranks it)."""
+def scan(path: Path) -> tuple[dict[str, Any], list[Event], list[Event]]:
+    """One read of the whole log, parsing its tail (`events.tail`'s) and, before it, only the first line
+    and those whose facts outlast the tail (`WHOLE_LOG`; the rated steps of one whose tail carries no
+    totals: a log of megabytes of a trainer's steps costs one read): the best metrics, those events, and
+    the tail's."""
     best: dict[str, Any] = {}
-    facts: dict[str, Any] = {"best_val_acc": None}
     try:
         data = path.read_bytes()
     except OSError:
-        return best, facts
-    first = _event(data[:data.find(b"\n")]) if data else None
-    facts["t_first"] = _t(first) if first else None
-    for event in map(_event, _lines_with(data, (b'"eval"', b'"started"', b'"finished"'))):
-        kind = event.get("type") if event else None
-        if kind == EVAL:
+        return best, [], []
+    cut = max(0, len(data) - TAIL_BYTES)
+    if cut > 0:  # as `events.tail`: from after the next newline (its first line may be cut)
+        cut = data.find(b"\n", cut) + 1 or len(data)
+    end = data.rfind(b"\n")
+    events = [e for e in map(_event, data[cut:max(end, cut)].split(b"\n")) if e is not None]
+    rate = MeanRate()
+    for event in events:
+        rate.add(event)
+    # its mean rate is its last totals (samples over seconds) if its tail has them, else every step's
+    needles = WHOLE_LOG if rate.totals is not None else (*WHOLE_LOG, b'"samples_per_s"', b'"train_s"')
+    before = [e for e in map(_event, _lines_with(data[:cut], needles)) if e is not None]
+    head = _event(data[:data.find(b"\n")]) if cut > 0 else None
+    if head is not None and (not before or before[0] != head):
+        before.insert(0, head)  # its time is the run's first
+    for event in (*before, *events):
+        if event.get("type") == EVAL:
             _better(best, event, "val_acc", max)
             _better(best, event, "val_loss", min)
-            acc, top = event.get("val_acc"), facts["best_val_acc"]
-            if _is_num(acc) and (top is None or acc > top):
-                facts["best_val_acc"] = acc
-        elif kind == STARTED:
-            facts.update(strategy=event.get("strategy"), world_size=event.get("world_size"))
-            if event.get("metric"):  # a search's: what its trials are ranked by
-                facts["metric"] = str(event["metric"])
-        elif kind == FINISHED and _is_num(event.get("best_val_acc")):
-            facts["best_val_acc"] = event["best_val_acc"]
-    return best, facts
+    return best, before, events
 
 
 def _lines_with(data: bytes, needles: tuple[bytes, ...]) -> list[bytes]:
@@ -191,16 +207,7 @@ def _event(line: bytes) -> Event | None:
         event = json.loads(line)
     except ValueError:
         return None
-    return event if isinstance(event, dict) else None
-
-
-def _t(event: Event) -> float | None:
-    t = event.get("t")
-    return t if _is_num(t) else None
-
-
-def _is_num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return event if isinstance(event, dict) and "type" in event else None  # (as `EventReader`)
 
 
 def _better(best: dict[str, Any], event: Event, name: str, pick: Callable[..., float]) -> None:

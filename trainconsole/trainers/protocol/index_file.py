@@ -20,7 +20,7 @@ from typing import Any
 
 ROWS, DETAILS = "index.tsv", "index-details.tsv"
 #: Bumped when a line's shape changes: files of another version are rebuilt.
-HEADER = "trainconsole run index 2"
+HEADER = "trainconsole run index 3"
 TAB = "\t"
 
 
@@ -43,9 +43,8 @@ class Summary:
 
     @cached_property
     def facts(self) -> dict[str, Any]:
-        """What the console's row needs beyond the `ls` row, from the whole log: `t_first`, `t_last`,
-        `final_t`, the last `started`'s `strategy` and `world_size`, `best_val_acc` as the console
-        derives it ({} in a summary made without them)."""
+        """What the console's row needs beyond the `ls` row: the facts of its events
+        (`run_row.RunRow.facts`) ({} in a summary made without them)."""
         return json.loads(self.facts_text)
 
     @cached_property

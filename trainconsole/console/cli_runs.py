@@ -1,0 +1,72 @@
+"""How every CLI command names runs and says no: one error line (exit 2), the control layer, a run by id,
+runs by ids or a filter. Both command modules (`cli`, `cli_manage`) import this, never each other."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from trainconsole.trainers.protocol import RunDir
+    from trainconsole.trainers.protocol.index import Summary
+
+    from .control import Control
+
+USAGE_ERROR = 2
+
+
+def fail(message: str) -> NoReturn:
+    """Print one error line and exit 2 (the CLI's code for invalid input)."""
+    print(f"trainconsole: error: {message}", file=sys.stderr)
+    raise SystemExit(USAGE_ERROR)
+
+
+def control() -> Control:
+    """The control layer for this command: every action on a run, and every read of one, goes through it."""
+    from trainconsole.trainers import protocol
+
+    from .control import Control
+
+    return Control(protocol.home())
+
+
+def find_run(run_id: str) -> RunDir:
+    """The run with this id (or a unique prefix or suffix of it); none: exit 2."""
+    from trainconsole.trainers.protocol.rundir import quoted_id
+
+    run = control().find(run_id)
+    if run is None:
+        fail(f"id: no run matches {quoted_id(run_id)} (see trainconsole ls)")
+    return run
+
+
+def matching(expr: str, found: list[RunDir] | None = None) -> list[Summary]:
+    """The index summaries of the runs (all, or `found`) that pass a filter (a bad one: exit 2)."""
+    from .filters import FilterError, parse
+
+    try:
+        wanted = parse(expr)
+    except FilterError as e:
+        fail(str(e))
+    return [s for s in control().summaries(found) if wanted.matches(s)]
+
+
+def picked(ids: list[str], expr: str) -> list[RunDir]:
+    """The runs named by ids and/or a filter (nothing named: exit 2)."""
+    if not ids and not expr:
+        fail("id: name one or more runs, or --filter EXPR (see trainconsole ls)")
+    found = [find_run(i) for i in ids]
+    if expr:
+        door = control()
+        found = [door.run(s.id) for s in matching(expr, found or None)]
+    return list({r.id: r for r in found}.values())
+
+
+def follow(run: RunDir) -> int:
+    """`--wait`: show the run's progress until it ends; 0 only if it finished."""
+    from . import cli_render
+
+    progress = cli_render.Progress(sys.stderr)
+    state = control().wait(run, on_event=progress.show)
+    progress.close(state)
+    return 0 if state == "finished" else 1
