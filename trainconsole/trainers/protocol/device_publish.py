@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from . import host_devices, nvml
+from . import host_devices, nvml, processes
 from .processes import process_alive
 
 #: How often (at most) the process table is read again to find the runs' new processes, without a GPU.
@@ -103,6 +104,7 @@ class Publisher:
         self._tried = self._published = -every_s
         self._families: dict[str, set[int]] = {}
         self._family_at = -FAMILY_S
+        self._registry: tuple[int | None, dict[str, dict[str, Any]]] = (None, {})
         self._owners: dict[int, str | None] = {}  # a GPU process's run, found once (pids of live runs)
 
     @property
@@ -145,8 +147,8 @@ class Publisher:
 
     def snapshot(self) -> host_devices.HostSnapshot:
         """This host's devices now, each share named by the run it belongs to."""
-        runs = registered(self.home, self.host)
         again = time.monotonic() - self._family_at >= FAMILY_S
+        runs = self._runs(again)
         if again:  # the process table is read again (no GPU), "another's" GPU process asked again
             self._family_at = time.monotonic()
             self._owners.clear()
@@ -160,10 +162,23 @@ class Publisher:
         return host_devices.HostSnapshot(self.host, time.time(), reading.gpus,
                                          reading.host or nvml.host_memory(), reading.note, names)
 
+    def _runs(self, again: bool) -> dict[str, dict[str, Any]]:
+        """The host's live registered runs: the files read again when the folder changed (or `again`:
+        a change within the file system's clock tick), their processes looked at each time."""
+        try:
+            key = os.stat(runs_folder(self.home, self.host)).st_mtime_ns
+        except OSError:
+            key = None
+        if again or key != self._registry[0]:
+            self._registry = (key, registered(self.home, self.host))
+        runs = self._registry[1]
+        live = {r: i for r, i in runs.items() if process_alive(i.get("pid"), i.get("pid_started"))}
+        if len(live) != len(runs):  # one died unsaid: forgotten (its file too) at the next read
+            self._registry = (None, live)
+        return live
+
     def _families_of(self, runs: dict[str, dict[str, Any]], again: bool) -> dict[str, set[int]]:
         """Each run's processes: the process table read `again`, or for a new run."""
-        from .processes import trees
-
         if again or set(runs) != set(self._families):
             found = trees(int(info["pid"]) for info in runs.values())
             self._families = {run_id: found[int(info["pid"])] for run_id, info in runs.items()}
@@ -201,6 +216,29 @@ class Owners:
                 return None
             pid = parent
         return None
+
+
+def trees(roots: Iterable[int]) -> dict[int, set[int]]:
+    """Each root with all its descendants, from one pass over /proc (`processes.trees`, which asks
+    psutil and costs about three times as much, where there is no /proc)."""
+    children: dict[int, list[int]] = {}
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return processes.trees(roots)
+    for pid in pids:
+        parent = _ppid(pid)
+        if parent is not None:
+            children.setdefault(parent, []).append(pid)
+    found = {}
+    for root in roots:
+        pids_of, todo = {root}, [root]
+        while todo:
+            kids = [k for k in children.get(todo.pop(), ()) if k not in pids_of]
+            todo += kids
+            pids_of.update(kids)
+        found[root] = pids_of
+    return found
 
 
 def _ppid(pid: int) -> int | None:
