@@ -3,8 +3,9 @@ other hosts' snapshots costs.
 
 1. The watchdog of a run (`--runs` registered runs, each this process with a sleeping child) over
    `--seconds` after a 3 s warm-up (a process's first publish, once, starts NVML and reads the process
-   table), its publishing on and off (the baseline: the same watchdog with `_publish` a no-op),
-   alternating `--reps` times; the process's CPU time over each window is the figure.
+   table): its publishing off (the baseline: the same watchdog with `_publish` a no-op), on with no
+   console looking (every 10 s), and on with one looking (`devices/.watched` touched every 5 s: every
+   2 s), alternating `--reps` times; the process's CPU time over each window is the figure.
 2. One publish alone (median of many), and the process-table pass without a GPU (every FAMILY_S).
 3. A process that does not hold the host's lock: its tick (a failed `flock` every 2 s).
 4. The console's look at `--hosts` unchanged snapshots (a `stat` each) and at changed ones (a read each).
@@ -39,8 +40,8 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def watchdog_window(home: Path, seconds: float, publish: bool) -> float:
-    """CPU seconds of a watchdog over `seconds`, publishing or not."""
+def watchdog_window(home: Path, seconds: float, publish: bool, watched: bool = False) -> float:
+    """CPU seconds of a watchdog over `seconds`, publishing or not, with a console looking or not."""
     run = RunDir(home / "runs" / f"bench-{publish}-{time.monotonic_ns()}")
     run.path.mkdir(parents=True)
     run.write_info({"id": run.id, "name": "bench"})
@@ -49,7 +50,10 @@ def watchdog_window(home: Path, seconds: float, publish: bool) -> float:
     dog = Watchdog.start(run)
     time.sleep(WARM_S)  # its first publish (NVML's start, the first pass over the process table) is once
     before = cpu()
-    time.sleep(seconds)
+    for _ in range(round(seconds / host_devices.WATCH_EVERY_S)):
+        if watched:  # as a console looking at the devices pane does
+            host_devices.watch(home)
+        time.sleep(host_devices.WATCH_EVERY_S)
     spent = cpu() - before
     dog.close()
     Watchdog._publish = ORIGINAL  # type: ignore[method-assign]
@@ -58,6 +62,10 @@ def watchdog_window(home: Path, seconds: float, publish: bool) -> float:
 
 ORIGINAL = Watchdog._publish
 WARM_S = 3.0
+
+
+def _ms(values: list[float]) -> str:
+    return "[" + ", ".join(f"{v * 1e3:.1f}" for v in values) + "]"
 
 
 def per_call(fn: object, n: int) -> float:
@@ -98,14 +106,19 @@ def run_all(home: Path, args: argparse.Namespace) -> None:
     name = "NVML" if isinstance(reader, nvml.Nvml) and reader.available else reader.note or "simulated"
     family = len(device_publish.trees([me])[me])
     print(f"reader: {name}, {args.runs} registered runs, {family} processes in each family")
-    on, off = [], []
+    off, idle, watched = [], [], []
     for _ in range(args.reps):
         off.append(watchdog_window(home, args.seconds, publish=False))
-        on.append(watchdog_window(home, args.seconds, publish=True))
-    extra = (statistics.median(on) - statistics.median(off)) / args.seconds
-    print(f"watchdog over {args.seconds:g} s: without publishing {[f'{x * 1e3:.1f}' for x in off]} ms CPU, "
-          f"with {[f'{x * 1e3:.1f}' for x in on]} ms CPU; publishing adds {extra * 1e3:.2f} ms of CPU per "
-          f"second (ratio of medians {statistics.median(on) / max(statistics.median(off), 1e-9):.2f})")
+        idle.append(watchdog_window(home, args.seconds, publish=True))
+        watched.append(watchdog_window(home, args.seconds, publish=True, watched=True))
+    base = statistics.median(off)
+    print(f"watchdog over {args.seconds:g} s, ms CPU: without publishing {_ms(off)}, publishing with no "
+          f"console looking {_ms(idle)}, with a console looking {_ms(watched)}")
+    for name, found in (("no console looking (every 10 s)", idle),
+                        ("a console looking (every 2 s)", watched)):
+        extra = (statistics.median(found) - base) / args.seconds
+        print(f"  publishing, {name}: +{extra * 1e3:.2f} ms of CPU per second "
+              f"(ratio of medians to the watchdog alone {statistics.median(found) / max(base, 1e-9):.2f})")
     publisher = device_publish.Publisher(home, "bench-host")
     publisher.snapshot()
     one = per_call(publisher.publish, 50)

@@ -60,6 +60,26 @@ def test_one_writer_per_host_and_the_next_takes_over_when_it_ends(
     second.close()
 
 
+def test_a_host_publishes_every_2_s_only_while_a_console_looks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(device_publish.ENV_SIMULATED, "1")
+    monkeypatch.setenv("TRAINCONSOLE_HEARTBEAT_SILENCE_S", "300")
+    assert host_devices.idle_s() == host_devices.IDLE_S
+    publisher = device_publish.Publisher(tmp_path, "box", every_s=0.01)
+    assert publisher.tick()  # the first at once
+    time.sleep(0.02)
+    assert not publisher.tick()  # no console looks: not before idle_s()
+    host_devices.watch(tmp_path)
+    assert host_devices.watched(tmp_path, time.time())
+    assert publisher.tick()
+    time.sleep(0.02)
+    assert publisher.tick()
+    assert not host_devices.watched(tmp_path, time.time() + host_devices.WATCHED_S + 1)
+    publisher.close()
+    monkeypatch.setenv("TRAINCONSOLE_HEARTBEAT_SILENCE_S", "9")
+    assert host_devices.idle_s() == 3.0  # a short silence: often enough never to look stale
+
+
 def test_a_snapshot_names_each_runs_share_and_forgets_a_dead_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(device_publish.ENV_SIMULATED, "3")

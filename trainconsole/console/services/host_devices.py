@@ -3,11 +3,13 @@
 The home's `devices/` folder holds a snapshot per host (`trainers/protocol/host_devices.py`). Each look
 is one `scandir` and one `stat` per host; a file is read only when its modification time or size moved.
 This host's own snapshot is left out: the console samples this host's devices itself. The app looks only
-while the devices pane is shown.
+while the devices pane is shown; looking, it touches `devices/.watched` every 5 s, so that the hosts
+publish every 2 s (else every 10 s).
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from trainconsole.trainers.protocol import host_devices, hosts
@@ -22,9 +24,16 @@ class OtherHosts:
         self.own = host_devices.path(home, this_host or hosts.this_host()).name
         self._seen: dict[str, tuple[tuple[int, int], HostSnapshot | None]] = {}
         self.reads = 0  # files read (not only stat'ed) so far
+        self._watched = -host_devices.WATCH_EVERY_S
 
     def look(self, now: float) -> tuple[HostSnapshot, ...]:
         """Every other host's snapshot not older than FORGET_S, by host name."""
+        if time.monotonic() - self._watched >= host_devices.WATCH_EVERY_S:
+            self._watched = time.monotonic()
+            try:
+                host_devices.watch(self.home)  # the hosts publish every 2 s while someone looks
+            except OSError:
+                pass
         seen: dict[str, tuple[tuple[int, int], HostSnapshot | None]] = {}
         for entry in host_devices.files(self.home):
             if entry.name == self.own:

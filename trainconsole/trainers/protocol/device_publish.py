@@ -2,9 +2,11 @@
 
 Every run's watchdog holds a `Publisher` and calls `tick()` about once a second; so does `trainconsole
 devices --publish` on an idle host. Whichever process holds the host's lock (`<host>.lock`, a
-non-blocking `flock`) publishes, at most every `EVERY_S`; the others only try the lock now and then, and
-one of them takes over when the holder ends (the kernel drops its lock). Each run's top process registers
-the run (`register`), so the publisher knows the host's runs without reading the home.
+non-blocking `flock`) publishes, at most every `EVERY_S` while a console looks at the hosts (it touches
+`devices/.watched`) and every `idle_s()` (10 s, within the heartbeat's silence) while none does; the
+others only try the lock now and then, and one of them takes over when the holder ends (the kernel drops
+its lock). Each run's top process registers the run (`register`), so the publisher knows the host's runs
+without reading the home.
 
 What it costs (benchmarks/device_publish.py): on a GPU host, NVML's figures and, for each GPU process
 not seen before, a walk up its parents to a run's top process; without a GPU, each run's processes' RSS
@@ -97,8 +99,9 @@ class Publisher:
     """Publishes this host's snapshot while it holds the host's lock."""
 
     def __init__(self, home: str | os.PathLike[str], host: str,
-                 every_s: float = host_devices.EVERY_S) -> None:
+                 every_s: float = host_devices.EVERY_S, idle_s: float | None = None) -> None:
         self.home, self.host, self.every_s = Path(home), host, every_s
+        self.idle_s = host_devices.idle_s() if idle_s is None else idle_s
         self.reader = reader()
         self._lock: int | None = None
         self._tried = self._published = -every_s
@@ -113,9 +116,12 @@ class Publisher:
         return self._lock is not None
 
     def tick(self) -> bool:
-        """Publish if it is time and this process holds (or now takes) the lock; True if it published."""
+        """Publish if it is time and this process holds (or now takes) the lock; True if it published.
+        It is time every `every_s` while a console looks at the hosts, else every `host_devices.idle_s()`."""
         now = time.monotonic()
         if now - self._published < self.every_s:
+            return False
+        if now - self._published < self.idle_s and not host_devices.watched(self.home, time.time()):
             return False
         if self._lock is None and (now - self._tried < self.every_s or not self._take()):
             return False

@@ -29,6 +29,12 @@ VERSION = 1
 EVERY_S = 2.0
 #: A stale snapshot is shown (greyed, with its age) this long, then left out.
 FORGET_S = 3600.0
+#: A console looking at other hosts touches this file (at most every WATCH_EVERY_S); while it is younger
+#: than WATCHED_S, publishers publish every EVERY_S, else only as often as freshness needs (IDLE_S).
+WATCHED = ".watched"
+WATCH_EVERY_S = 5.0
+WATCHED_S = 15.0
+IDLE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,30 @@ class HostSnapshot:
         return []
 
 
+def watch(home: str | os.PathLike[str]) -> None:
+    """Say that a console is looking at the hosts' devices (publishers speed up for WATCHED_S)."""
+    mark = folder(home) / WATCHED
+    try:
+        os.utime(mark)
+    except FileNotFoundError:
+        mark.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mark.touch()
+
+
+def watched(home: str | os.PathLike[str], now: float) -> bool:
+    """Whether a console has looked within WATCHED_S."""
+    try:
+        return now - os.stat(folder(home) / WATCHED).st_mtime <= WATCHED_S
+    except OSError:
+        return False
+
+
+def idle_s() -> float:
+    """How often a host publishes while no console looks: IDLE_S, or a third of the heartbeat's silence if
+    that is less (so a snapshot never goes stale for it), never more often than EVERY_S."""
+    return max(EVERY_S, min(IDLE_S, heartbeat.silence_s() / 3))
+
+
 def folder(home: str | os.PathLike[str]) -> Path:
     """The home's folder of host snapshots."""
     return Path(home) / FOLDER
@@ -78,9 +108,13 @@ def path(home: str | os.PathLike[str], host: str) -> Path:
 def write(home: str | os.PathLike[str], snap: HostSnapshot) -> None:
     """Replace the host's snapshot atomically."""
     target = path(home, snap.host)
-    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(to_json(snap), separators=(",", ":")))
+    text = json.dumps(to_json(snap), separators=(",", ":"))
+    try:
+        tmp.write_text(text)
+    except FileNotFoundError:  # the home's first snapshot (a mkdir at every write would cost a syscall)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp.write_text(text)
     os.replace(tmp, target)
 
 

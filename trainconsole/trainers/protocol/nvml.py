@@ -63,19 +63,23 @@ class Reading:
 
 def host_reading(families: Mapping[str, Iterable[int]], note: str = NO_GPU) -> Reading:
     """Host memory and the summed RSS of each run's processes."""
-    import psutil
-
-    vm = psutil.virtual_memory()
+    memory = host_memory()
     by_run = tuple((rid, sum(_rss(pid) for pid in pids)) for rid, pids in sorted(families.items()))
-    return Reading(host=Host(vm.total - vm.available, vm.total, by_run), note=note)
+    return Reading(host=Host(memory.used, memory.total, by_run), note=note)
 
 
 def host_memory() -> Host:
-    """This host's memory in use and in all (one read of /proc/meminfo)."""
-    import psutil
+    """This host's memory in use and in all: one read of /proc/meminfo (psutil where there is none)."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            fields = dict(line.split(b":", 1) for line in f.read().splitlines() if b":" in line)
+        total, available = (int(fields[k].split()[0]) << 10 for k in (b"MemTotal", b"MemAvailable"))
+        return Host(total - available, total)
+    except (OSError, KeyError, ValueError):
+        import psutil
 
-    vm = psutil.virtual_memory()
-    return Host(vm.total - vm.available, vm.total)
+        vm = psutil.virtual_memory()
+        return Host(vm.total - vm.available, vm.total)
 
 
 def _rss(pid: int) -> int:
