@@ -67,7 +67,10 @@ class HostGroups(Widget, can_focus=True):
             for snap in [s for s in self.others if not s.stale(self.now)]:
                 text.append(f"  {snap.host}  {_figures(snap.free())}\n")
                 rows.append(None)
-        for snap in self.others:
+        order = list(self.others)
+        if not self.compact:  # silent hosts first, a line each, by the free memory (the groups scroll)
+            order.sort(key=lambda s: not s.stale(self.now))
+        for snap in order:
             stale, start = snap.stale(self.now), len(text)
             if (self.compact or stale) and snap.host not in self.expanded:
                 self._host_line(text, snap, stale)
