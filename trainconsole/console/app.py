@@ -221,13 +221,14 @@ class TrainConsole(App[None]):
         sampler = self.sampler = self.sampler or gpu.NvmlSampler(self.home)
         others = OtherHosts(self.home)
         while not (worker.is_cancelled or self._stopping.is_set()):
+            seen = None
             try:
                 devices = sampler.sample(gpu.families(self.leaders))
+                seen = others.look(self.clock()) if self.devices_shown else None  # (a stat per host)
             except Exception as e:  # a sampler failure is shown in the pane; sampling goes on
                 devices = gpu.Devices(note=f"device sampling failed: {type(e).__name__}: {e}")
             if worker.is_cancelled or self._stopping.is_set():
                 return
-            seen = others.look(self.clock()) if self.devices_shown else None  # (a stat per host)
             self.call_from_thread(self._show_devices, devices, seen)
             self._stopping.wait(DEVICES_S)
 
