@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from trainconsole.console.screens.main_screen import MainScreen
     from trainconsole.console.services import gpu
     from trainconsole.console.services.tailer import RunsRead, Tailer
+    from trainconsole.trainers.protocol.host_devices import HostSnapshot
 
 DEVICES_S = 0.5  # NVML at 2 Hz
 FULL_GC_AFTER = 100  # middle-generation passes between full ones, once every history is read (Python: 10)
@@ -69,6 +70,8 @@ class TrainConsole(App[None]):
         self.leaders: dict[str, tuple[int | None, float | None]] = {}  # handed to the device sampler
         self.config_path = str(config_path or demos.console_demo())
         self.devices: gpu.Devices | None = None
+        self.other_hosts: tuple[HostSnapshot, ...] = ()  # their device snapshots, read while the pane shows
+        self.devices_shown = False
         self._stopping = threading.Event()
         self.dashboard = False  # the dashboard has replaced the first frame's StartScreen
         self.read_only = read_only  # watching only: the control layer refuses every action
@@ -222,22 +225,28 @@ class TrainConsole(App[None]):
     def sample_devices(self) -> None:
         """Sample device memory at <= 2 Hz in a thread (NVML calls can block)."""
         from trainconsole.console.services import gpu  # psutil, and NVML when there is a GPU
+        from trainconsole.console.services.host_devices import OtherHosts
 
         worker = get_current_worker()
         sampler = self.sampler = self.sampler or gpu.NvmlSampler(self.home)
+        others = OtherHosts(self.home)
         while not (worker.is_cancelled or self._stopping.is_set()):
+            seen = None
             try:
                 devices = sampler.sample(gpu.families(self.leaders))
+                seen = others.look(self.clock()) if self.devices_shown else None  # (a stat per host)
             except Exception as e:  # a sampler failure is shown in the pane; sampling goes on
                 devices = gpu.Devices(note=f"device sampling failed: {type(e).__name__}: {e}")
             if worker.is_cancelled or self._stopping.is_set():
                 return
-            self.call_from_thread(self._show_devices, devices)
+            self.call_from_thread(self._show_devices, devices, seen)
             self._stopping.wait(DEVICES_S)
 
-    def _show_devices(self, devices: gpu.Devices) -> None:
+    def _show_devices(self, devices: gpu.Devices, others: tuple[HostSnapshot, ...] | None = None) -> None:
         self.devices = devices
+        self.other_hosts = self.other_hosts if others is None else others
         if self.screen_stack and self.dashboard:
+            self.devices_shown = self.main.query_one("#devices").region.area > 0
             self.main.show_devices()
 
     # -- workers and quitting ---------------------------------------------------------------------------

@@ -116,6 +116,7 @@ def build_parser() -> Parser:
 
     cli_examples.add_parser(sub)
     COMMANDS.update(cli_examples.COMMANDS)
+    COMMANDS["devices"] = __import__("trainconsole.console.cli_devices", fromlist=["*"]).add_parser(sub)
     serve_options.add_options(sub.add_parser("serve", help="the console in a browser (a private URL)"))
     return parser
 

@@ -3,10 +3,12 @@
 A daemon thread started by every top process (`entry.main`: trainer, script runner, tune driver; the queue
 waiter) beside whatever the main thread does, so a run that is stuck in its training step still beats,
 still stops and still dies: every `heartbeat.interval_s()` it replaces `heartbeat.json`, and about once a
-second it looks for `requests/` (`protocol/run_requests.py`). A stop request becomes the stop signal the
-run would have got from a console on its own host (its handler checkpoints and exits); a kill request ends
-the run's whole process tree on this host as the console's `kill` does, records `killed`, and then this
-process. It blocks the stop signals in its own thread, so they always reach the main thread's handler.
+second it looks for `requests/` (`protocol/run_requests.py`); it also publishes its host's device snapshot
+when no other process of the host does (`protocol/device_publish.py`, at most every 2 s). A stop request
+becomes the stop signal the run would have got from a console on its own host (its handler checkpoints
+and exits); a kill request ends the run's whole process tree on this host as the console's `kill` does,
+records `killed`, and then this process. It blocks the stop signals in its own thread, so they always
+reach the main thread's handler.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import sys
 import threading
 import time
 
-from .protocol import RunDir, heartbeat, hosts, processes, run_requests
+from .protocol import RunDir, device_publish, heartbeat, hosts, processes, run_requests
 from .protocol.kills import record_kill
 from .protocol.stops import STOP_SIGNALS
 
@@ -33,12 +35,14 @@ class Watchdog:
         self.pid, self.started, self.host = os.getpid(), processes.own_start_time(), hosts.this_host()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="trainconsole-watchdog", daemon=True)
+        self.devices = device_publish.Publisher(run.path.parent.parent, self.host)  # (the run's home)
 
     @classmethod
     def start(cls, run: RunDir) -> Watchdog:
         """Beat once now, then keep beating and watching in a daemon thread."""
         dog = cls(run)
         dog._beat()
+        dog._register()
         dog._thread.start()
         return dog
 
@@ -50,6 +54,8 @@ class Watchdog:
             self._thread.join(timeout=2 * POLL_S)
         if ended:
             self._beat(ended=True)
+            self._unregister()
+        self.devices.close()  # (an exec would drop it too: the next process takes it again)
 
     def _watch(self) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
@@ -65,12 +71,37 @@ class Watchdog:
                 else:
                     run_requests.done(self.run.path, action)
                     os.kill(self.pid, signal.SIGTERM)
+            self._publish()
 
     def _beat(self, ended: bool = False) -> None:
         try:
             beat = heartbeat.Beat(self.host, self.pid, self.started, time.time(), ended)
             heartbeat.write(self.run.path, beat)
         except OSError:  # a full disk: the run goes on; other hosts call it lost after the silence
+            pass
+
+    def _register(self) -> None:
+        """Say that the run lives on this host, so that its host's device snapshot names its share."""
+        try:
+            name = str(self.run.read_info().get("name") or "")
+            device_publish.register(self.devices.home, self.host, self.run.id, self.pid, self.started, name)
+        except (OSError, ValueError):  # a full disk: the snapshot shows its share as another's
+            pass
+
+    def _unregister(self) -> None:
+        """The run has ended here: out of the host's runs, its snapshot (if this process writes it) at
+        once without it, and the lock left for the host's next run."""
+        try:
+            device_publish.unregister(self.devices.home, self.host, self.run.id)
+            if self.devices.holds:
+                self.devices.publish()
+        except Exception:  # noqa: BLE001 - as in _publish
+            pass
+
+    def _publish(self) -> None:
+        try:
+            self.devices.tick()
+        except Exception:  # noqa: BLE001 - a device snapshot never harms the run (a driver error, a full disk)
             pass
 
     def _kill(self) -> None:

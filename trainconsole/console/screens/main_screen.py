@@ -32,6 +32,7 @@ from trainconsole.console.screens.table_keys import TableKeys
 from trainconsole.console.services.gpu import Devices
 from trainconsole.console.widgets.filter_line import FilterLine
 from trainconsole.console.widgets.gpu_bars import GpuBars
+from trainconsole.console.widgets.host_groups import HostGroups
 from trainconsole.console.widgets.leaderboard import Leaderboard
 from trainconsole.console.widgets.loss_plot import LossPlot
 from trainconsole.console.widgets.run_form import RunForm
@@ -79,6 +80,7 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
                     yield Leaderboard(id="leaderboard", classes="pane")
                     with VerticalScroll(id="devices", classes="pane"):
                         yield GpuBars(id="bars")
+                        yield HostGroups(id="hosts")
                 yield RunLog(id="log", classes="pane")
         yield Footer(compact=True)
 
@@ -173,6 +175,9 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         devices: Devices | None = getattr(self.app, "devices", None)
         if devices is not None:
             self.query_one(GpuBars).show(devices, self.frames.labels)
+            others = getattr(self.app, "other_hosts", ())  # other hosts' devices (issue 37)
+            self.query_one(HostGroups).show(hosts.this_host(), devices, others, self.frames.labels,
+                                            self.clock())
 
     def show_importance(self, text: str) -> None:
         """Put the parameter importance of the shown search under its trials."""

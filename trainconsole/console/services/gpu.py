@@ -11,37 +11,15 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-import psutil
+from trainconsole.trainers.protocol import nvml, processes
+from trainconsole.trainers.protocol.nvml import NO_GPU, Gpu, Host
 
-from trainconsole.trainers.protocol import processes
-
-NO_GPU = "no NVIDIA GPU found: showing host memory and each run's RSS"
 GIB = 1 << 30
 #: Seconds between two sums of what the home holds (its runs' folders, its trash).
 USAGE_S = 30.0
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """One GPU: memory used and total (bytes), utilisation (%), and the share of each run."""
-
-    index: int
-    name: str
-    used: int
-    total: int
-    util: int | None
-    by_run: tuple[tuple[str, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class Host:
-    """Host memory (bytes) and each run's resident set size."""
-
-    used: int
-    total: int
-    by_run: tuple[tuple[str, int], ...] = ()
+__all__ = ["GIB", "NO_GPU", "Devices", "Disk", "Gpu", "Host", "NvmlSampler", "SimulatedGpus", "families"]
 
 
 @dataclass(frozen=True)
@@ -144,84 +122,27 @@ def families(leaders: Mapping[str, tuple[int | None, float | None]]) -> dict[str
 
 def host_snapshot(fams: Mapping[str, set[int]], note: str = NO_GPU) -> Devices:
     """Host memory and the summed RSS of each run's processes."""
-    vm = psutil.virtual_memory()
-    by_run = tuple((rid, sum(_rss(pid) for pid in pids)) for rid, pids in sorted(fams.items()))
-    return Devices(host=Host(vm.total - vm.available, vm.total, by_run), note=note)
+    return _devices(nvml.host_reading(fams, note))
 
 
-def _rss(pid: int) -> int:
-    try:
-        return psutil.Process(pid).memory_info().rss
-    except psutil.Error:
-        return 0
+def _devices(reading: nvml.Reading) -> Devices:
+    return Devices(gpus=reading.gpus, host=reading.host, note=reading.note)
 
 
 class NvmlSampler:
-    """GPUs through NVML (nvidia-ml-py); falls back to host memory when NVML is not there."""
+    """GPUs through NVML (`protocol/nvml.py`); falls back to host memory when NVML is not there."""
 
     def __init__(self, home: Path | None = None) -> None:
-        self._nvml: Any = None
-        self.note, self.home = "", home
+        self.nvml, self.home = nvml.Nvml(), home
         self._usage = HomeUsage(home) if home is not None else None
 
     def sample(self, families: Mapping[str, set[int]]) -> Devices:
         """One snapshot, with the runs home's disk when it knows the home."""
-        devices = self._devices(families)
+        owner = {pid: rid for rid, pids in families.items() for pid in pids}
+        devices = _devices(self.nvml.read(owner, families))
         if self.home is None:
             return devices
         return replace(devices, disk=disk_snapshot(self.home, self._usage, families.keys()))
-
-    def _devices(self, families: Mapping[str, set[int]]) -> Devices:
-        if self._nvml is None:
-            self._nvml = self._init()
-        if self._nvml is False:
-            return host_snapshot(families, self.note)
-        try:
-            count = self._nvml.nvmlDeviceGetCount()
-            owner = {pid: rid for rid, pids in families.items() for pid in pids}
-            return Devices(gpus=tuple(self._gpu(i, owner) for i in range(count)))
-        except self._nvml.NVMLError as e:
-            return host_snapshot(families, f"NVML failed ({e}): showing host memory")
-
-    def _init(self) -> Any:
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-            return pynvml
-        except ImportError:
-            self.note = NO_GPU + " (nvidia-ml-py is not installed)"
-        except Exception as e:  # pynvml.NVMLError_LibraryNotFound, driver errors
-            lib_missing = type(e).__name__ in ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded")
-            self.note = NO_GPU if lib_missing else f"NVML unavailable ({e}): showing host memory"
-        return False
-
-    def _gpu(self, index: int, owner: Mapping[int, str]) -> Gpu:
-        nv = self._nvml
-        handle = nv.nvmlDeviceGetHandleByIndex(index)
-        name = nv.nvmlDeviceGetName(handle)
-        mem = nv.nvmlDeviceGetMemoryInfo(handle)
-        try:
-            util = nv.nvmlDeviceGetUtilizationRates(handle).gpu
-        except nv.NVMLError:
-            util = None
-        by_run: dict[str, int] = {}
-        for proc in _gpu_processes(nv, handle):
-            run_id = owner.get(proc.pid)
-            if run_id is not None:
-                by_run[run_id] = by_run.get(run_id, 0) + (proc.usedGpuMemory or 0)
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        return Gpu(index, name, int(mem.used), int(mem.total), util, tuple(sorted(by_run.items())))
-
-
-def _gpu_processes(nv: Any, handle: Any) -> Iterable[Any]:
-    procs: list[Any] = []
-    for query in (nv.nvmlDeviceGetComputeRunningProcesses, nv.nvmlDeviceGetGraphicsRunningProcesses):
-        try:
-            procs += query(handle)
-        except nv.NVMLError:
-            continue
-    return procs
 
 
 class SimulatedGpus:
@@ -234,12 +155,4 @@ class SimulatedGpus:
     def sample(self, families: Mapping[str, set[int]]) -> Devices:
         """The same snapshot every time for the same runs."""
         runs = sorted(families) if self.runs is None else self.runs
-        if self.count == 0:
-            by_run = tuple((rid, (k + 1) * 512 << 20) for k, rid in enumerate(runs))
-            return Devices(host=Host(6 * GIB, 16 * GIB, by_run), note=NO_GPU)
-        gpus = []
-        for i in range(self.count):
-            by_run = tuple((rid, (k + 1 + i) * 3 * GIB) for k, rid in enumerate(runs))
-            used = sum(n for _, n in by_run) + GIB
-            gpus.append(Gpu(i, "Simulated H100", used, self.total, 35 + 20 * i, by_run))
-        return Devices(gpus=tuple(gpus))
+        return _devices(nvml.simulated(self.count, runs, self.total))

@@ -72,22 +72,7 @@ class GpuBars(Widget):
 
     def _bar(self, text: Text, name: str, used: int, total: int, by_run: tuple[tuple[str, int], ...],
              width: int) -> None:
-        suffix = f" {human_bytes(used)}/{human_bytes(total)}"
-        cells = max(4, width - len(name) - len(suffix) - 3)
-        text.append(f"{name} ▕")
-        drawn = 0
-        for k, (_, nbytes) in enumerate(by_run):
-            n = min(cells - drawn, math.ceil(nbytes / max(total, 1) * cells))
-            text.append(GLYPHS[k % len(GLYPHS)] * n, style=COLORS[k % len(COLORS)])
-            drawn += n
-        other = min(cells - drawn, max(0, round(used / max(total, 1) * cells) - drawn))
-        text.append("░" * other, style="dim")
-        text.append(" " * (cells - drawn - other) + "▏" + suffix + "\n")
-        for k, (run_id, nbytes) in enumerate(by_run):
-            glyph, color = GLYPHS[k % len(GLYPHS)], COLORS[k % len(COLORS)]
-            text.append(f"  {glyph} ", style=color)
-            amount = f" {human_bytes(nbytes)}"
-            text.append(middle(self.labels.get(run_id, run_id), width - 4 - len(amount)) + amount + "\n")
+        bar(text, name, used, total, by_run, width, self.labels)
 
     def _selected(self, text: Text, width: int) -> None:
         if self.selected is None:
@@ -122,3 +107,24 @@ def _shape(devices: Devices | None) -> tuple[object, ...]:
         return ()
     host = None if devices.host is None else len(devices.host.by_run)
     return tuple(len(g.by_run) for g in devices.gpus), host, devices.note, devices.disk is None
+
+
+def bar(text: Text, name: str, used: int, total: int, by_run: tuple[tuple[str, int], ...], width: int,
+        labels: dict[str, str]) -> None:
+    """A memory bar split by run (a glyph and colour each, the rest dim), then a line per run's share."""
+    suffix = f" {human_bytes(used)}/{human_bytes(total)}"
+    cells = max(4, width - len(name) - len(suffix) - 3)
+    text.append(f"{name} ▕")
+    drawn = 0
+    for k, (_, nbytes) in enumerate(by_run):
+        n = min(cells - drawn, math.ceil(nbytes / max(total, 1) * cells))
+        text.append(GLYPHS[k % len(GLYPHS)] * n, style=COLORS[k % len(COLORS)])
+        drawn += n
+    other = min(cells - drawn, max(0, round(used / max(total, 1) * cells) - drawn))
+    text.append("░" * other, style="dim")
+    text.append(" " * (cells - drawn - other) + "▏" + suffix + "\n")
+    for k, (run_id, nbytes) in enumerate(by_run):
+        glyph, color = GLYPHS[k % len(GLYPHS)], COLORS[k % len(COLORS)]
+        text.append(f"  {glyph} ", style=color)
+        amount = f" {human_bytes(nbytes)}"
+        text.append(middle(labels.get(run_id, run_id), width - 4 - len(amount)) + amount + "\n")
