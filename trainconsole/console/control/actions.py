@@ -21,6 +21,7 @@ from trainconsole.trainers.protocol.meta import read_meta, tags_of, update_meta
 
 from . import prune as pruning
 from . import runs, trash
+from .slurm import SlurmError
 
 #: What a tag may be: one word, so that filters (`tag:NAME`) and the command line read it back whole.
 TAG = re.compile(r"[\w./-]+")
@@ -52,7 +53,10 @@ class Control:
         """Start a validated config as a new run (a search, a script or a training run, queued if its
         `[strategy] queue` says so); detached, it outlives every front end."""
         self._allow("launch")
-        return runs.launch(config, name=name, root=self.home)
+        try:
+            return runs.launch(config, name=name, root=self.home)
+        except SlurmError as e:  # sbatch's own words; nothing was left behind
+            raise Refused(str(e)) from e
 
     def resume(self, run: RunDir, epochs: int | None = None) -> RunDir:
         """Start a run that ended again from its last checkpoint (refused while it is alive, here or
@@ -77,6 +81,8 @@ class Control:
         try:
             return runs.resume(run, epochs=epochs)
         except protocol.RunBusy as e:  # `run ID is running on HOST`
+            raise Refused(str(e)) from e
+        except SlurmError as e:  # sbatch refused the new job: the run stays as it was
             raise Refused(str(e)) from e
 
     def stop(self, run: RunDir, grace: float = 30.0) -> str:
