@@ -81,9 +81,8 @@ def signal(job_id: str, signame: str) -> None:
 
 
 def cancel(job_id: str) -> None:
-    """End the whole job on every node: SIGKILL to each of its processes (a running job), then out of
-    the queue (a pending one, or whatever is left)."""
-    _call(["scancel", "--signal=KILL", "--full", job_id])
+    """End the whole job on every node (its processes get SIGKILL after the cluster's KillWait); a
+    pending job leaves the queue."""
     _call(["scancel", job_id])
     slurm_jobs.SCHEDULER.forget()
 

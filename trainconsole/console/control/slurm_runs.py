@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trainconsole.trainers.protocol import EventWriter, RunDir, hosts, processes, slurm_jobs
+from trainconsole.trainers.protocol import EventWriter, RunDir, hosts, processes, run_requests, slurm_jobs
 
 from . import slurm
 
@@ -57,23 +57,36 @@ def stop(run: RunDir, status: Callable[[RunDir], str], grace: float) -> str:
 
 
 def kill(run: RunDir, status: Callable[[RunDir], str]) -> list[int]:
-    """Cancel the whole job (every process on every node; a pending job leaves the queue) and record
-    `killed`. Returns the run's pid if its process here outlived it (none, normally)."""
+    """End the whole job (every process on every node; a pending job leaves the queue) and record
+    `killed`. Returns the pids of the run's process tree here that outlived it (none, normally)."""
     with run.lock():
         info = run.read_info()
         was = status(run)
         job_id = slurm_jobs.job_of(info)
         if was not in ("running", "queued", "lost") or job_id is None:
             return []
+        survivors = _kill_tree(run, info)
         slurm.cancel(job_id)
         slurm.wait_ended(info, KILL_WAIT_S)
-        leader = processes.find(info.get("pid"), info.get("pid_started")) if not hosts.remote(info) else None
-        survivors = processes.kill_all([leader]) if leader is not None else []
         if not slurm_jobs.ended_since(_events(run), info.get("started_at") or 0.0):
             EventWriter(run.events, run.id).emit("killed", slurm_job=job_id,
                                                  pids=[info["pid"]] if info.get("pid") else [])
             run.update_info(ended_at=time.time())
     return [p.pid for p in survivors]
+
+
+def _kill_tree(run: RunDir, info: dict[str, Any]) -> list[Any]:
+    """SIGKILL the run's process tree first, so that it cannot take Slurm's TERM for a stop: here
+    directly, on another node by a kill request its watchdog obeys (`run_requests`)."""
+    if not info.get("pid"):
+        return []  # pending, or not started yet: scancel alone ends it
+    if hosts.remote(info):
+        run_requests.request(run.path, run_requests.KILL, info, hosts.this_host())
+        return []
+    leader = processes.find(info.get("pid"), info.get("pid_started"))
+    if leader is None:
+        return []
+    return processes.kill_all(processes.family(leader, info.get("pgid"), info.get("pid_started") or 0.0))
 
 
 def _events(run: RunDir) -> list[Any]:
