@@ -69,7 +69,8 @@ def sbatch_options(run: RunDir, info: dict[str, Any], slurm: dict[str, Any]) -> 
         if slurm[key]:
             options.append(f"--{flag}={slurm[key]}")
     if slurm["signal_s"]:  # near the time limit, the run's process (the batch step) checkpoints and stops
-        options.append(f"--signal=B:TERM@{slurm['signal_s']}")
+        # (USR1 with requeue: its batch step then tells it from a stop asked for, and requeues the job)
+        options.append(f"--signal=B:{'USR1' if slurm['requeue'] else 'TERM'}@{slurm['signal_s']}")
     options.append("--requeue" if slurm["requeue"] else "--no-requeue")
     return options
 

@@ -29,7 +29,8 @@ def submit(run: RunDir, info: dict[str, Any], command: list[str], section: dict[
     info = {k: v for k, v in info.items() if k != "status"}
     run.write_info({**info, "host": hosts.this_host(), "queued": True, "pid": None, "pgid": None,
                     "pid_started": None, "started_at": now, "ended_at": None, "dequeued_at": None,
-                    "ran_s": ran_s, "slurm": {"job_id": job_id, "submitted_at": now, "nodes": ""}})
+                    "ran_s": ran_s, "slurm": {"job_id": job_id, "submitted_at": now, "nodes": "",
+                                                         "requeue": section["requeue"]}})
     EventWriter(run.events, run.id).emit("queued", slurm_job=job_id, partition=section["partition"] or
                                          "(default)", nodes=section["nodes"])
 

@@ -161,8 +161,8 @@ def alive(run_path: str | os.PathLike[str], info: dict[str, Any], process_rule: 
     if found.pending:
         return True
     if not started_here(info):
-        if found.running:
-            return True  # its process is starting on the allocation
+        if found.running or requeuing(info):
+            return True  # its process is starting on the allocation, or its job going back to the queue
         settle(run_path, info)
         return False
     living = process_rule(run_path, info)
@@ -173,6 +173,17 @@ def alive(run_path: str | os.PathLike[str], info: dict[str, Any], process_rule: 
         return True
     settle(run_path, info)  # its end, in Slurm's words, if the run could not say it
     return False
+
+
+#: How long after its batch step asked for a requeue a job may still look ended (Slurm shows it FAILED
+#: or COMPLETED while it goes back to the queue).
+REQUEUE_GRACE_S = 60.0
+
+
+def requeuing(info: dict[str, Any]) -> bool:
+    """Whether the run's job was just requeued by its batch step (`slurm.requeued_at`)."""
+    at = (info.get("slurm") or {}).get("requeued_at")
+    return isinstance(at, (int, float)) and time.time() - at < REQUEUE_GRACE_S
 
 
 def reason(info: dict[str, Any]) -> str | None:
@@ -200,7 +211,7 @@ def settle(run_path: str | os.PathLike[str], info: dict[str, Any]) -> str | None
     Taken only when the run's lifecycle lock is free (a kill holding it writes its own `killed`), and
     only once: the final event it writes, and `ended_at`, end the run for every reader."""
     found = job(info)
-    if found is None or found.pending or found.running:
+    if found is None or found.pending or found.running or requeuing(info):
         return None
     path = Path(run_path)
     fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
