@@ -24,6 +24,7 @@ from types import FrameType
 from trainconsole.trainers.protocol import RunDir, hosts, processes
 from trainconsole.trainers.protocol.processes import own_start_time
 
+from . import slurm_nodes
 from .signals import hold_stops, release_stops
 
 #: Set once Slurm's time-limit signal (USR1) has come.
@@ -57,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGUSR1, lambda signum, frame: LIMIT.set())
     if int(os.environ.get("SLURM_RESTART_COUNT") or 0) > 0 and "--resume" not in command:
         command.append("--resume")  # the job came back: the run goes on from its last.pt
+    if slurm_nodes.node_count() > 1:  # one task per node: the rendezvous, and this node's directory
+        node, command = slurm_nodes.place(run, command)
+        if node is not run:
+            _to_run_logs(node)
+            os.execvp(command[0], command)
     _to_run_logs(run)
     if not _requeues(run):
         record(run, os.getpid(), own_start_time())

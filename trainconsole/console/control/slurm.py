@@ -53,9 +53,12 @@ def batch_script(run: RunDir, info: dict[str, Any], command: list[str], slurm: d
     if slurm["sbatch_args"]:
         lines.append(f"# submitted with: sbatch {shlex.join(slurm['sbatch_args'])}")
     python = shlex.quote(sys.executable)
+    # across nodes, one task per node (srun); a task's failure ends the others, never a hang
+    launcher = "srun --ntasks-per-node=1 --kill-on-bad-exit=1 " if slurm["nodes"] > 1 else ""
     lines += ["", f"cd {shlex.quote(cwd)}", "export PYTHONUNBUFFERED=1",
               f"export PYTHONPATH={shlex.quote(cwd)}${{PYTHONPATH:+:$PYTHONPATH}}",
-              f"exec {python} -m {NODE_START} {shlex.quote(str(run.path))} -- {shlex.join(command)}", ""]
+              f"exec {launcher}{python} -m {NODE_START} {shlex.quote(str(run.path))} -- "
+              f"{shlex.join(command)}", ""]
     return "\n".join(lines)
 
 
@@ -75,9 +78,10 @@ def sbatch_options(run: RunDir, info: dict[str, Any], slurm: dict[str, Any]) -> 
     return options
 
 
-def signal(job_id: str, signame: str) -> None:
-    """Send a signal to the job's batch step: the run's own process (its stop handler for TERM)."""
-    _call(["scancel", f"--signal={signame}", "--batch", job_id])
+def signal(job_id: str, signame: str, batch: bool = True) -> None:
+    """Send a signal to the job's batch step: the run's own process (its stop handler for TERM); not
+    `batch`: to its steps (a run across nodes: the task on every node)."""
+    _call(["scancel", f"--signal={signame}", *(["--batch"] if batch else []), job_id])
     slurm_jobs.SCHEDULER.forget()
 
 

@@ -30,7 +30,8 @@ def submit(run: RunDir, info: dict[str, Any], command: list[str], section: dict[
     run.write_info({**info, "host": hosts.this_host(), "queued": True, "pid": None, "pgid": None,
                     "pid_started": None, "started_at": now, "ended_at": None, "dequeued_at": None,
                     "ran_s": ran_s, "slurm": {"job_id": job_id, "submitted_at": now, "nodes": "",
-                                                         "requeue": section["requeue"]}})
+                                                         "requeue": section["requeue"],
+                                                         "nodes_asked": section["nodes"]}})
     EventWriter(run.events, run.id).emit("queued", slurm_job=job_id, partition=section["partition"] or
                                          "(default)", nodes=section["nodes"])
 
@@ -48,7 +49,7 @@ def stop(run: RunDir, status: Callable[[RunDir], str], grace: float) -> str:
             EventWriter(run.events, run.id).emit("stopped", queued=True, slurm_job=job.job_id)
             run.update_info(ended_at=time.time())
             return status(run)
-        slurm.signal(job.job_id, "TERM")
+        slurm.signal(job.job_id, "TERM", batch=(info["slurm"].get("nodes_asked") or 1) == 1)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and status(run) in ("running", "queued"):
         time.sleep(0.2)

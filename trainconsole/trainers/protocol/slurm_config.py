@@ -80,6 +80,9 @@ def check_with_strategy(config: dict[str, Any]) -> None:
             and "tune" not in config:
         raise ConfigError("slurm.nodes", "more than 1 node needs strategy.name = 'ddp' (a "
                           f"{strategy['name']} run lives on one node)", slurm["nodes"])
+    if slurm["nodes"] > 1 and slurm["requeue"]:
+        raise ConfigError("slurm.requeue", "comes back on one node only: set slurm.nodes = 1, or requeue "
+                          "= false (resume the run yourself)", slurm["requeue"])
     if strategy["ray_address"]:
         raise ConfigError("strategy.ray_address", "a Slurm run's ranks live in its allocation: drop "
                           "ray_address or [slurm]", strategy["ray_address"])
