@@ -1,0 +1,37 @@
+"""A script run and a search, each submitted with --slurm: the script runner and the search's driver run
+on the allocation (the search's Ray inside it), end there, and leave no Ray process behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import psutil
+import pytest
+from slurm_cluster import Cluster
+from slurm_helpers import ROOT, cli, row
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = "import time\nfor i in range(5):\n    print(f'step {i} loss={1.0 / (i + 1):.3f}', flush=True)\n"
+
+
+def test_a_script_and_a_search_run_as_slurm_jobs(cluster: Cluster, home: Path, tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    done = cli("run", "--script", str(script), "--slurm", "--wait")
+    assert done.returncode == 0, done.stderr
+    found = row(done.stdout.strip())
+    assert found["kind"] == "script" and found["status"] == "finished" and found["last"]["loss"] == 0.2
+    assert found["slurm"]["nodes"] in ("n1", "n2")
+
+    search = cli("tune", str(ROOT / "examples" / "tune_digits_grid.toml"), "--slurm", "--set", "tune.max_t=1",
+                 "--set", "tune.grace_period=1", "--wait", timeout=400)
+    assert search.returncode == 0, search.stderr
+    run_id = search.stdout.strip()
+    assert row(run_id)["status"] == "finished" and row(run_id)["last"]["trials"] == 6
+    info = json.loads((home / "runs" / run_id / "run.json").read_text())
+    needles = [n for n in (info.get("ray_temp_dir"), str(home / "runs" / run_id)) if n]  # Ray's, the driver's
+    left = [p for p in psutil.process_iter(["cmdline"])
+            if any(n in " ".join(p.info["cmdline"] or []) for n in needles)]
+    assert not left, [p.info["cmdline"] for p in left]
