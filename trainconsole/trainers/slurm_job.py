@@ -27,6 +27,8 @@ from trainconsole.trainers.protocol.processes import own_start_time
 from . import slurm_nodes
 from .signals import hold_stops, release_stops
 
+#: How long the batch step waits to be ended by its own requeue.
+REQUEUE_WAIT_S = 120.0
 #: Set once Slurm's time-limit signal (USR1) has come.
 LIMIT = threading.Event()
 
@@ -109,6 +111,8 @@ def requeue_after(run: RunDir, command: list[str]) -> int:
                             "pid_started": None, "ended_at": None,
                             "slurm": {**(info.get("slurm") or {}), "requeued_at": now}})
         subprocess.run(["scontrol", "requeue", os.environ["SLURM_JOB_ID"]], check=False)
+        # wait to be ended by the requeue: a batch step that exits first races it (the job can end FAILED)
+        time.sleep(REQUEUE_WAIT_S)
     return code
 
 
