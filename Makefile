@@ -25,6 +25,7 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	@command -v tmux >/dev/null || apt-get install -y -qq tmux >/dev/null 2>&1 || echo "tmux missing: the e2e tests will be skipped"
 	@{ [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || { apt-get update -qq; apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 || echo "chromium missing: the browser tests of serve will be skipped"
+	@{ command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null || { apt-get update -qq; apt-get install -y -qq slurm-wlm munge; } >/dev/null 2>&1 || echo "slurm-wlm or munge missing: the Slurm tests will be skipped"
 	$(VENV)/bin/ruff check trainconsole tests benchmarks
 	$(PY) -m pytest -q -p no:cacheprovider --durations=30; rc=$$?; [ $$rc -eq 5 ] && { echo "no tests collected"; exit 1; }; exit $$rc
 

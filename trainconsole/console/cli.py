@@ -64,7 +64,7 @@ class Version(argparse.Action):
 
 def build_parser() -> Parser:
     """The argument parser for every subcommand."""
-    from . import run_options
+    from . import run_options, slurm_options
     from .serve import options as serve_options
 
     parser = Parser(prog="trainconsole", description="Launch, watch and kill PyTorch training runs. "
@@ -84,6 +84,8 @@ def build_parser() -> Parser:
         cmd.add_argument("--name", default="", help="a name for the run")
         cmd.add_argument("--wait", action="store_true", help="block until it ends; exit 0 only on success")
     run_options.add_options(sub.choices["run"])
+    for name in ("run", "tune"):
+        slurm_options.add_options(sub.choices[name])
     sub.choices["tune"].add_argument("--ray-address", default="", metavar="ADDR",
                                      help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
     from . import cli_manage, cli_trials
@@ -177,6 +179,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .cli_examples import demo_config
 
     args.config = demo_config(args, "run")
+    from .slurm_options import slurm_sets
+
+    args.set = args.set + slurm_sets(args)
     config, _ = run_options.config_for(args)
     run = control().launch(config, name=args.name)
     print(run.id, flush=True)
@@ -186,12 +191,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_tune(args: argparse.Namespace) -> int:
     """`tune CONFIG [--set ...] [--ray-address ADDR] [--wait]`: start a search (checked before Ray starts,
     nothing created when it is invalid); print its run id."""
+    from .slurm_options import slurm_sets
+
     sets = args.set + ([f"tune.ray_address={json.dumps(args.ray_address)}"] if args.ray_address else [])
     from .cli_examples import demo_config
 
     config = demo_config(args, "tune")
     if config is None:
         fail("config: a TOML config file is required (or --demo)")
+    sets += slurm_sets(args)
     run = control().launch(load_tune(config, sets), name=args.name)
     print(run.id, flush=True)
     return follow(run) if args.wait else 0

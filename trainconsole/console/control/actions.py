@@ -23,6 +23,7 @@ from trainconsole.trainers.protocol.rundir import quoted_id
 
 from . import extras, interpreter, runs, trash
 from . import prune as pruning
+from .slurm import SlurmError
 
 #: What a tag may be: one word, so that filters (`tag:NAME`) and the command line read it back whole.
 TAG = re.compile(r"[\w./-]+")
@@ -58,7 +59,10 @@ class Control:
         self._require_extras(config, kind)
         if kind == "script":
             config = self._script_python(config)
-        return runs.launch(config, name=name, root=self.home)
+        try:
+            return runs.launch(config, name=name, root=self.home)
+        except SlurmError as e:  # sbatch's own words; nothing was left behind
+            raise Refused(str(e)) from e
 
     def resume(self, run: RunDir, epochs: int | None = None) -> RunDir:
         """Start a run that ended again from its last checkpoint (refused while it is alive, here or
@@ -86,6 +90,8 @@ class Control:
         try:
             return runs.resume(run, epochs=epochs)
         except protocol.RunBusy as e:  # `run ID is running on HOST`
+            raise Refused(str(e)) from e
+        except SlurmError as e:  # sbatch refused the new job: the run stays as it was
             raise Refused(str(e)) from e
 
     @staticmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -18,14 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import Config, Event, RunDir, hosts, index, processes
+from trainconsole.trainers.protocol import Config, Event, RunDir, hosts, index, processes, slurm_config
 from trainconsole.trainers.protocol.events import RESERVE
 from trainconsole.trainers.protocol.kills import record_kill
 from trainconsole.trainers.protocol.launch import ENV_LAUNCH_DIR, is_module_command, module_command
 from trainconsole.trainers.protocol.run_row import ENDED
+from trainconsole.trainers.protocol.slurm_jobs import settle
 from trainconsole.trainers.protocol.stops import held_stops
 
-from . import remote
+from . import remote, slurm_runs
+from .slurm import SlurmError
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}
@@ -72,7 +75,8 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
     root = root or protocol.home()
     kind = kind_of(config)
     name = name or default_name(config, kind)
-    queued = bool(config["strategy"]["queue"])
+    in_slurm = slurm_config.submitted(config)  # Slurm queues it: no waiter of ours
+    queued = bool(config["strategy"]["queue"]) and not in_slurm
     argv = argv if argv is not None else launch_command(kind, queued)
     run = RunDir.create(root, protocol.new_run_id(name))
     run.config.write_text(protocol.dumps(config))
@@ -83,8 +87,23 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
     if queued:
         info["queued"] = True
     with run.lock():
-        _start(run, _command(run, info, resume=False), info)
+        try:
+            _place(run, info, resume=False, config=config)
+        except SlurmError:
+            shutil.rmtree(run.path, ignore_errors=True)  # Slurm refused it: no run half-made
+            raise
     return run
+
+
+def _place(run: RunDir, info: dict[str, Any], resume: bool, config: Config | None = None) -> None:
+    """Start the run's process where its config places it: here, or as a Slurm job (`[slurm]`)."""
+    if config is None and "slurm" in info:
+        config = protocol.load(run.config)
+    command = _command(run, info, resume=resume)
+    if config is not None and slurm_config.submitted(config):
+        slurm_runs.submit(run, info, command, config["slurm"], _ran_s(run, info))
+    else:
+        _start(run, command, info)
 
 
 #: How long a resume waits for a run that has said its last word (`stopped`) to finish exiting.
@@ -111,7 +130,7 @@ def resume(run: RunDir, epochs: int | None = None) -> RunDir:
             config = protocol.load(run.config)
             config["train"]["epochs"] = epochs
             _write_atomic(run.config, protocol.dumps(config))
-        _start(run, _command(run, info, resume=True), info)
+        _place(run, info, resume=True)
     return run
 
 
@@ -188,7 +207,11 @@ def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] 
     child = _children.get(run.id)
     if child is not None:
         child.poll()
-    return protocol.run_status(run, events, info)
+    state = protocol.run_status(run, events, info)
+    if state == "lost" and "slurm" in (info if info is not None else run.read_info()):
+        settle(run.path, run.read_info())  # Slurm's word on how its job ended, if not yet said
+        return protocol.run_status(run)
+    return state
 
 
 def summary(run: RunDir) -> dict[str, Any]:
@@ -206,7 +229,10 @@ def summaries(root: Path, found: list[RunDir] | None) -> list[index.Summary]:
 def stop(run: RunDir, grace: float = 30.0) -> str:
     """SIGTERM the run (it checkpoints and emits `stopped`); kill it if it outlives `grace` seconds.
     A run on another host gets the same as a request (`remote.stop`)."""
-    if remote.is_remote(run.read_info()):
+    info = run.read_info()
+    if "slurm" in info:
+        return slurm_runs.stop(run, status, grace)
+    if remote.is_remote(info):
         return remote.stop(run, status, grace)
     with run.lock():
         proc = leader(run)
@@ -225,7 +251,10 @@ def stop(run: RunDir, grace: float = 30.0) -> str:
 def kill(run: RunDir) -> list[int]:
     """SIGKILL the run's process group and every descendant; record `killed`. Returns surviving pids.
     A run on another host is killed there, on request (`remote.kill`)."""
-    if remote.is_remote(run.read_info()):
+    info = run.read_info()
+    if "slurm" in info:
+        return slurm_runs.kill(run, status)
+    if remote.is_remote(info):
         return remote.kill(run, status)
     with run.lock():
         info = run.read_info()

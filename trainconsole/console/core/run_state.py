@@ -67,7 +67,9 @@ class RunState(RunRow):
     @property
     def status(self) -> str:
         """running, finished, failed, stopped, killed, lost or queued: the rule `trainconsole ls` uses."""
-        queued = in_queue(self.queue_facts, started=self.said_started)  # the protocol's one rule
+        started = self.said_started and (self.started_t is None or self.started_at is None
+                                         or self.started_t >= self.started_at - 0.01)
+        queued = in_queue(self.queue_facts, started=started)  # the protocol's one rule
         return derive_status(self.final, self.final_t, self.started_at, self.alive, queued)
 
     def set_info(self, info: dict[str, Any], epochs: int | None = None) -> None:
@@ -209,10 +211,17 @@ def _final(run: RunState, e: Event, t: float) -> None:
         best = e.get("best_val_acc", run.best_val_acc)
         text = "finished" + (f": best val acc {best:.4f}" if _is_num(best) else "")
         run.notes.append(Note(t, "info", text))
-    else:
-        run.notes.append(Note(t, "warning" if kind == "killed" else "info", kind))
+    else:  # a Slurm end says how, in Slurm's words (`JOB 7 ON n1 CANCELLED AT ...`)
+        said = f"{kind}: {e['cause']}" if kind == "killed" and e.get("cause") else kind
+        run.notes.append(Note(t, "warning" if kind == "killed" else "info", said))
     if run.search is not None and kind != "finished":  # its trials under way ended with it
         run.search.ended_with(FINAL[kind])
+
+
+def _queued(run: RunState, e: Event, t: float) -> None:
+    if e.get("slurm_job"):  # submitted to Slurm (the queue waiter's own wait adds no line)
+        run.notes.append(Note(t, "info", f"queued: Slurm job {e['slurm_job']}, partition "
+                              f"{e.get('partition')}, {e.get('nodes')} node(s)"))
 
 
 def _cost(run: RunState, e: Event, t: float) -> None:
@@ -241,5 +250,5 @@ _is_num = is_num
 _HANDLERS = {
     "started": _started, "step": _step, "eval": _eval, "warning": _warning, "oom_recovered": _oom,
     "finished": _final, "failed": _final, "stopped": _final, "killed": _final, "trial": _trial,
-    "histogram": _histogram, "cost": _cost,
+    "histogram": _histogram, "cost": _cost, "queued": _queued,
 }

@@ -7,7 +7,7 @@ import os
 import tomllib
 from typing import Any
 
-from . import machine, script_fields
+from . import machine, script_fields, slurm_config
 from .config_error import ConfigError, toml_text
 from .config_field import Field
 from .config_file import read
@@ -187,6 +187,9 @@ def validate(raw: dict[str, Any], here: bool = True) -> Config:
     for section, values in raw.items():
         if section == "tune":  # a tune run's own section (tune_config.py checks it); a plain run ignores it
             continue
+        if section == "slurm":  # only a run sent to Slurm has one (slurm_config.py)
+            config["slurm"] = slurm_config.validate_slurm(values)
+            continue
         if section not in SCHEMA:
             raise ConfigError(section, "unknown section; allowed: " + ", ".join(SCHEMA))
         if not isinstance(values, dict):
@@ -194,6 +197,9 @@ def validate(raw: dict[str, Any], here: bool = True) -> Config:
         for key, value in values.items():
             config[section][key] = _check(section, key, value)
     _check_together(config)
+    if "slurm" in config:
+        slurm_config.check_with_strategy(config)
+        here = here and not slurm_config.submitted(config)  # its devices are its nodes', checked there
     if here and not config["strategy"]["ray_address"]:  # on a Ray cluster, the ranks' devices are its nodes'
         check_devices(config["strategy"])
     return config

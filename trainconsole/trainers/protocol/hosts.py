@@ -29,8 +29,17 @@ def remote(info: dict[str, Any]) -> str | None:
     return host if host and host != this_host() else None
 
 
-def alive(run_path: str | os.PathLike[str], info: dict[str, Any], now: float | None = None) -> bool:
-    """Whether the run's current process lives: by pid and start time here, by heartbeat elsewhere."""
+def alive(run_path: str | os.PathLike[str], info: dict[str, Any], now: float | None = None) -> bool | None:
+    """Whether the run's current process lives: by pid and start time here, by heartbeat elsewhere; a
+    Slurm run's by its job too (`slurm_jobs.alive`: None while just submitted)."""
+    if "slurm" in info and not ended(info):
+        from . import slurm_jobs  # (here: most runs are not Slurm's, and the console starts fast)
+
+        return slurm_jobs.alive(run_path, info, _process_alive)
+    return _process_alive(run_path, info, now)
+
+
+def _process_alive(run_path: str | os.PathLike[str], info: dict[str, Any], now: float | None = None) -> bool:
     if remote(info) is None:
         return process_alive(info.get("pid"), info.get("pid_started"))
     if ended(info):  # no file to read for a run that has ended (most of a home's)

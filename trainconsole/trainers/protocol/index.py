@@ -94,6 +94,10 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
     if failure is not None and status == "failed":
         out["cause"] = failure.get("cause")
+    if "slurm" in info:  # a Slurm run: its job and nodes, and while it waits Slurm's reason
+        from .slurm_jobs import row_fields
+
+        out["slurm"] = row_fields(info, status, events)
     return out
 
 

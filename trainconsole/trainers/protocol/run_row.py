@@ -49,6 +49,7 @@ class RunRow:
     strategy: str = ""
     epochs: int | None = None  # a script's total, from its argv or its printed `Epoch 3/10`
     said_started: bool = False  # its log has a `started` (since the last launch)
+    started_t: float | None = None  # when it last said so (a resumed Slurm job waits after an old one)
     final: str | None = None  # the status its last final event gives (None since a `started`)
     final_t: float = 0.0
     world_size: int | None = None
@@ -101,7 +102,7 @@ class RunRow:
 
 
 def _started(row: RunRow, e: Event, t: float) -> None:
-    row.final, row.said_started = None, True
+    row.final, row.said_started, row.started_t = None, True, t
     if isinstance(e.get("epochs"), int):  # a script's total, from its argv
         row.epochs = e["epochs"]
     row.strategy = e.get("strategy") or row.strategy

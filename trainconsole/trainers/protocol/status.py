@@ -58,7 +58,9 @@ def run_status(run: RunDir, events: list[Event] | None = None, info: dict[str, A
     info = run.read_info() if info is None else info
     final, final_t = last_final(events)
     alive = hosts.alive(run.path, info)  # pid and start time here, the heartbeat from another host
-    queued = in_queue(info, started=any(e.get("type") == STARTED for e in events))
+    launched = info.get("started_at") or 0.0  # a `started` from before a resume says nothing of this launch
+    queued = in_queue(info, started=any(e.get("type") == STARTED and (e.get("t") or 0) >= launched - 0.01
+                                        for e in events))
     return derive_status(final, final_t, info.get("started_at"), alive, queued)
 
 

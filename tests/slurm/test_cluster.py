@@ -1,0 +1,13 @@
+"""The test Slurm itself: a two-node job runs on it (the fixture's check that the cluster is real)."""
+
+from __future__ import annotations
+
+from slurm_cluster import Cluster
+
+
+def test_a_two_node_job_runs_on_both_nodes(cluster: Cluster) -> None:
+    out = cluster.root / "two-nodes.out"
+    done = cluster.run("sbatch", "--wait", "-N2", "-o", str(out), "--wrap",
+                       "srun bash -c 'echo $SLURMD_NODENAME'")
+    assert done.returncode == 0, done.stderr + cluster.logs()
+    assert sorted(out.read_text().split()) == ["n1", "n2"]

@@ -1,0 +1,38 @@
+"""The console watches a Slurm run as any other: queued with its job in the log pane, then running,
+then finished with its accuracy in the row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from slurm_cluster import Cluster
+from slurm_helpers import DIGITS, launch, row
+
+from trainconsole.console.app import TrainConsole
+from trainconsole.console.services.gpu import SimulatedGpus
+from trainconsole.console.widgets.runs_table import RunsTable
+
+pytestmark = pytest.mark.slow
+
+
+async def test_the_console_follows_a_slurm_run_to_its_end(cluster: Cluster, home: Path) -> None:
+    run_id = launch(DIGITS, "--slurm", "--set", "train.epochs=3")
+    app = TrainConsole(home=home, sampler=SimulatedGpus(0), config_path=Path(DIGITS))
+    async with app.run_test(size=(120, 40)) as pilot:
+        seen: set[str] = set()
+
+        def status() -> str:
+            table = app.main.query_one(RunsTable) if app.dashboard else None
+            state = str(table.get_cell(run_id, "status")) if table and run_id in app.board.runs else ""
+            seen.add(state)
+            return state
+
+        for _ in range(2400):  # up to 4 minutes
+            if status() == "finished":
+                break
+            await pilot.pause(0.1)
+        assert status() == "finished" and "running" in seen
+        notes = [note.text for note in app.board.runs[run_id].notes]
+        assert any(text.startswith("queued: Slurm job ") for text in notes), notes
+        assert app.board.runs[run_id].best_val_acc == pytest.approx(row(run_id)["last"]["best_val_acc"])

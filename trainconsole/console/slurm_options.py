@@ -1,0 +1,36 @@
+"""`--slurm` and its options on `run`, `tune` and `run --script`: the `[slurm]` section from the command line.
+
+Each option becomes a `--set slurm.KEY=VALUE`, applied after the config file's own `[slurm]`, so the
+config's validation (`protocol.slurm_config`) checks it and names the key; any of them implies `--slurm`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+#: option -> (the [slurm] key, argparse type)
+OPTIONS = {"partition": ("partition", str), "nodes": ("nodes", int), "gpus-per-node": ("gpus_per_node", int),
+           "time": ("time", str), "account": ("account", str), "qos": ("qos", str)}
+
+
+def add_options(cmd: argparse.ArgumentParser) -> None:
+    """Add `--slurm` and the `[slurm]` options to a launching subcommand."""
+    group = cmd.add_argument_group("Slurm", "submit the run as a Slurm job (or a [slurm] section)")
+    group.add_argument("--slurm", action="store_true", help="submit it as a Slurm job")
+    for flag, (key, kind) in OPTIONS.items():
+        group.add_argument(f"--{flag}", dest=f"slurm_{key}", type=kind, metavar=key.upper(),
+                           help=f"slurm.{key}")
+    group.add_argument("--sbatch-arg", dest="slurm_sbatch_args", action="append", metavar="ARG",
+                       help="one more sbatch option, e.g. --sbatch-arg=--mem=8G (repeatable)")
+
+
+def slurm_sets(args: argparse.Namespace) -> list[str]:
+    """The `--set slurm.KEY=VALUE` overrides the command line asks for ([] without any Slurm option)."""
+    sets = [f"slurm.{key}={json.dumps(getattr(args, f'slurm_{key}'))}" for key, _ in OPTIONS.values()
+            if getattr(args, f"slurm_{key}", None) is not None]
+    if getattr(args, "slurm_sbatch_args", None):
+        sets.append(f"slurm.sbatch_args={json.dumps(args.slurm_sbatch_args)}")
+    if sets or getattr(args, "slurm", False):
+        sets.insert(0, "slurm.enabled=true")
+    return sets
