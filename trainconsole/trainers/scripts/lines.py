@@ -48,6 +48,9 @@ RATE = re.compile(rf"(?<![\w.])(?P<value>{NUM})\s?(?P<key>(?:ms|s|us)/(?:it|step
                   rf"samples/s|img/s|tokens/s)(?![\w/])")
 RANK = re.compile(r"^\s*\[(?:rank|default)(?P<prefix>\d+)\]:\s?|\brank\s*[:=#]?\s*(?P<named>\d+)\b[,:]?",
                   re.IGNORECASE)
+#: `train 0.41 valid 0.52`: a split named with its value alone (a loss, unless the line speaks of accuracy).
+SPLIT_VALUE = re.compile(rf"\b(?P<split>train|training|valid|val|validation|test)\s*[:=]?\s+(?P<value>{NUM})"
+                         rf"(?![\w/.])", re.IGNORECASE)
 SEPARATORS = re.compile(r"[|\t]")
 TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
 PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")
@@ -108,6 +111,11 @@ def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
     _places(text, where)
     for segment in SEPARATORS.split(text) if ("|" in text or "\t" in text) else [text]:
         _segment(segment, found, eval_line)
+    for match in SPLIT_VALUE.finditer(text):
+        metric = "acc" if "acc" in text.lower() and "loss" not in text.lower() else "loss"
+        split = match["split"].lower()
+        key = f"train_{metric}" if split.startswith("train") else name(f"{split}_{metric}")
+        found.setdefault(key, float(match["value"]))  # `train_loss` stays the train split's
     for match in RATE.finditer(text) if "/" in text else ():
         found.setdefault(name(match["key"]), float(match["value"]))
     for match in TIMED.finditer(text) if TIME_WORDS.search(text) else ():
