@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trainconsole.trainers.protocol import EventWriter
-from trainconsole.trainers.protocol.events import EVAL, RESULT, STEP
+from trainconsole.trainers.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP
 
 from .formats import read
 from .probe_channel import ProbeChannel
@@ -171,7 +171,7 @@ class Measured:
         evaluating = stamp.phase == "eval"
         parsed = read(line, self.patterns, evaluating, trained=after)
         epoch = stamp.epoch or parsed.where.epoch  # printed, where no DataLoader gave the probe one
-        where = {"step": stamp.step, **({"epoch": epoch} if epoch is not None else {}), "source": "text"}
+        where = {"step": stamp.step, **({"epoch": epoch} if epoch is not None else {}), "source": SOURCE_TEXT}
         timing = {"timing": parsed.timing} if parsed.timing else {}
         train_split = evaluating and bool(TRAIN_SPLIT.search(line)) and not EVAL_SPLIT.search(line)
         if after:

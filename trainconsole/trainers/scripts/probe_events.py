@@ -10,14 +10,14 @@ import time
 from typing import Any
 
 from trainconsole.trainers.protocol import EventWriter
-from trainconsole.trainers.protocol.events import STEP, WARNING
+from trainconsole.trainers.protocol.events import SOURCE_PROBE, STEP, WARNING
 from trainconsole.trainers.troubles.leaks import LeakWatch
 
 from .line_events import LEAK_WARMUP_STEPS
 from .tracebacks import hint
 
 MB = 1 << 20
-PROBE = "probe"
+PROBE = SOURCE_PROBE
 
 
 class ProbeFigures:

@@ -1,7 +1,7 @@
 """The probe inside a script run's processes: what the script does, measured where it happens (stdlib only;
 torch is handed in by `sitecustomize` once the script imported it).
 
-Per process (keyed by pid, so a forked worker starts its own count): the optimizer steps (torch's global
+Per process (a forked worker starts its own count): the optimizer steps (torch's global
 step post-hook; with several optimizers, the most steps any one made), the loss (the scalar each backward
 ran on, unscaled where a GradScaler scaled it, summed where it lives: no host-device sync per step on a
 GPU), each param group's lr, the training DataLoader's epoch and batches per epoch, the samples of each
@@ -84,12 +84,13 @@ class Probe:
         self.rank = os.environ.get("RANK")
 
     def current(self) -> State:
-        """This process's state: a forked child starts its own."""
-        st = self.state
-        if st.pid != os.getpid():
-            st = self.state = State(self.folder)
-            self.hello(st)
-        return st
+        """This process's state (a forked child's own: `forked` renews it)."""
+        return self.state
+
+    def forked(self) -> None:
+        """In a forked child (a DataLoader worker, an mp worker): its own count and channel file."""
+        self.state = State(self.folder)
+        self.hello(self.state)
 
     def hello(self, st: State) -> None:
         """Say who this process is."""
@@ -253,6 +254,7 @@ def install(torch: Any, folder: str) -> Probe:
         _wrap_stream(probe, key, stream)
     _wrap_excepthook(probe)
     atexit.register(probe.on_exit)
+    os.register_at_fork(after_in_child=lambda: _quiet(probe.forked))
     return probe
 
 
