@@ -51,6 +51,9 @@ RANK = re.compile(r"^\s*\[(?:rank|default)(?P<prefix>\d+)\]:\s?|\brank\s*[:=#]?\
 #: `train 0.41 valid 0.52`: a split named with its value alone (a loss, unless the line speaks of accuracy).
 SPLIT_VALUE = re.compile(rf"\b(?P<split>train|training|valid|val|validation|test)\s*[:=]?\s+(?P<value>{NUM})"
                          rf"(?![\w/.])", re.IGNORECASE)
+#: `train loss: 2.1 test loss: 2.3`: a split, a metric, a colon, its value.
+SPLIT_KEY = re.compile(rf"\b(?P<qual>train|training|val|valid|validation|test)\s+"
+                       rf"(?P<key>loss|acc|accuracy|ppl|perplexity)\s*:\s*(?P<value>{NUM})", re.IGNORECASE)
 SEPARATORS = re.compile(r"[|\t]")
 TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
 PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")
@@ -128,6 +131,11 @@ def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
 
 
 def _segment(segment: str, found: dict[str, float], eval_line: bool) -> None:
+    split = list(SPLIT_KEY.finditer(segment)) if ":" in segment else []
+    if split:  # `step 500 train loss: 2.1 test loss: 2.3`: each split's own, none a bare `loss`
+        for match in split:
+            _take(match, found, eval_line)
+        return
     whole = SEGMENT.match(segment)
     if whole and not NUMBER_IN_KEY.search(whole["key"]):  # `epoch 1: 100%` is no key `epoch 1`
         value, unit = float(whole["value"]), whole["unit"]

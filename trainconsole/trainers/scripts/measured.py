@@ -13,6 +13,7 @@ readers read everything as before.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections import deque
@@ -92,12 +93,17 @@ class Measured:
         stamp = self._match(STREAMS.get(stream, ""), line) if final else None
         if stamp is None:
             return self.active  # another program's line, or a bar's state: the probe has the figures
+        if not line.startswith(stamp.head):  # torn: another process's text came first on the line
+            line = line[line.index(stamp.head):]
         if self.main is None:
             self.early.append((stream, line, stamp))
             self.early_since = self.early_since or time.monotonic()
         elif stamp.pid == self.main:
             self.held.append((line, stamp))
             self._release(after=False)
+        elif not self.steps.get(stamp.pid):  # a process that never trains (the parent of mp workers)
+            self._emit(line, Stamp(stamp.pid, stamp.head, self.steps.get(self.main, 0), stamp.epoch,
+                                   stamp.phase), after=not _alive(self.main))
         return True
 
     def close(self) -> None:
@@ -147,8 +153,12 @@ class Measured:
         stamps, head = self.stamps.get(stream), line[:HEAD]
         if not stamps:
             return None
-        for i, stamp in enumerate(list(stamps)[:WINDOW]):
-            if stamp.head == head:
+        window = list(stamps)[:WINDOW]
+        found = next((i for i, s in enumerate(window) if s.head == head), None)
+        if found is None:  # a line two processes wrote into at once: the stamp of the one that ended it
+            found = next((i for i, s in enumerate(window) if s.head and s.head in line), None)
+        for i, stamp in enumerate(window):
+            if i == found:
                 kept = [s for s in list(stamps)[:i] if s.pid != stamp.pid]
                 for _ in range(i + 1):
                     stamps.popleft()
@@ -176,9 +186,8 @@ class Measured:
         train_split = evaluating and bool(TRAIN_SPLIT.search(line)) and not EVAL_SPLIT.search(line)
         if after:
             kinds = {RESULT: {**parsed.step, **parsed.eval, **parsed.result}}
-        elif evaluating:
-            kinds = {EVAL: {**parsed.eval, **{_split(k): v for k, v in parsed.step.items()}},
-                     RESULT: parsed.result}
+        elif evaluating:  # during training, a test split is evaluated as a validation is
+            kinds = {EVAL: {**parsed.eval, **parsed.result, **{_split(k): v for k, v in parsed.step.items()}}}
         else:
             kinds = {STEP: parsed.step, EVAL: parsed.eval, RESULT: parsed.result}
         for kind, fields in kinds.items():
@@ -190,6 +199,17 @@ class Measured:
         acc = kinds.get(EVAL, {}).get("val_acc")
         if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
             self.best_val_acc = acc
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process still runs (mp workers end with os._exit: no last record says so)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _train(key: str) -> str:
