@@ -16,7 +16,7 @@ from processes import wait_for
 from script_helpers import EXE, FIXTURES
 
 CORPUS = FIXTURES / "probe_corpus"
-SCRIPTS = ("yunjey_linear_regression", "yunjey_language_model", "makemore", "hogwild")
+SCRIPTS = ("yunjey_linear_regression", "yunjey_language_model", "makemore", "hogwild", "introyt_training")
 ENDS = ("finished", "failed", "stopped", "killed")
 KINDS = ("step", "eval", "result")
 
@@ -59,7 +59,8 @@ def own(printed: list[dict[str, Any]]) -> list[tuple[str, int, Any, dict[str, An
     return [(p["kind"], p["step"], p["epoch"], p["fields"]) for p in printed if p["kind"] != "none"]
 
 
-@pytest.mark.parametrize("name", ["yunjey_linear_regression", "yunjey_language_model", "makemore"])
+@pytest.mark.parametrize("name", ["yunjey_linear_regression", "yunjey_language_model", "makemore",
+                                  "introyt_training"])
 def test_each_printed_line_at_the_step_the_script_made(runs: dict[str, Any], name: str) -> None:
     got, cwd = runs[name]
     counted = json.loads((cwd / "c.json").read_text())
@@ -102,3 +103,13 @@ def test_worker_processes_never_merge(runs: dict[str, Any]) -> None:
     test = json.loads((cwd / "c.json.test").read_text())
     results = [e for e in got if e["type"] == "result"]  # the parent's test, after the workers ended
     assert [(e["test_loss"], e["test_acc"]) for e in results] == [(test["loss"], test["acc"])]
+
+
+def test_train_x_valid_y_and_a_chart_with_a_title(runs: dict[str, Any]) -> None:
+    got, _ = runs["introyt_training"]  # `LOSS train 1.07 valid 1.08`, add_scalars('Training vs. ...')
+    assert [sorted(k for k in e if k.endswith("loss")) for e in got if e["type"] in ("eval", "result")
+            and e["source"] == "text"] == [["train_loss", "val_loss"]] * 2
+    charted = [e for e in got if e.get("source") == "tensorboard"]
+    assert {k for e in charted for k in e if "loss" in k} == {"loss", "val_loss"}  # never the title
+    assert [e["val_loss"] for e in charted if e["type"] == "eval"] == [
+        e["val_loss"] for e in got if e["type"] in ("eval", "result") and e["source"] == "text"]
