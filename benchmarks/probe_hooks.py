@@ -80,11 +80,16 @@ def main() -> None:
     saved, bare, probed = originals(), [], []
     chunk(args.steps, model, opt, loader)  # warm-up
     with tempfile.TemporaryDirectory() as folder:
-        for _ in range(args.chunks):
+        for i in range(args.chunks):
+            if i % 2:  # every other pair the probed chunk first: a drift in the machine's load cancels
+                install(folder)
+                probed.append(chunk(args.steps, model, opt, loader))
+                uninstall(saved)
             bare.append(chunk(args.steps, model, opt, loader))
-            install(folder)
-            probed.append(chunk(args.steps, model, opt, loader))
-            uninstall(saved)
+            if not i % 2:
+                install(folder)
+                probed.append(chunk(args.steps, model, opt, loader))
+                uninstall(saved)
     a, b = statistics.median(probed), statistics.median(bare)
     print(f"probe {a:.0f} steps/s, bare {b:.0f} steps/s, ratio {a / b:.3f} "
           f"({1e6 * (1 / a - 1 / b):+.1f} us/step); pairwise ratios median "

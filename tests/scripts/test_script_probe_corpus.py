@@ -16,7 +16,8 @@ from processes import wait_for
 from script_helpers import EXE, FIXTURES
 
 CORPUS = FIXTURES / "probe_corpus"
-SCRIPTS = ("yunjey_linear_regression", "yunjey_language_model", "makemore", "hogwild", "introyt_training")
+SCRIPTS = ("yunjey_linear_regression", "yunjey_language_model", "makemore", "hogwild", "introyt_training",
+           "bentrevett_sentiment")
 ENDS = ("finished", "failed", "stopped", "killed")
 KINDS = ("step", "eval", "result")
 
@@ -60,7 +61,7 @@ def own(printed: list[dict[str, Any]]) -> list[tuple[str, int, Any, dict[str, An
 
 
 @pytest.mark.parametrize("name", ["yunjey_linear_regression", "yunjey_language_model", "makemore",
-                                  "introyt_training"])
+                                  "introyt_training", "bentrevett_sentiment"])
 def test_each_printed_line_at_the_step_the_script_made(runs: dict[str, Any], name: str) -> None:
     got, cwd = runs[name]
     counted = json.loads((cwd / "c.json").read_text())

@@ -53,7 +53,8 @@ SPLIT_VALUE = re.compile(rf"\b(?P<split>train|training|valid|val|validation|test
                          rf"(?![\w/.])", re.IGNORECASE)
 #: `train loss: 2.1 test loss: 2.3`: a split, a metric, a colon, its value.
 SPLIT_KEY = re.compile(rf"\b(?P<qual>train|training|val|valid|validation|test)\s+"
-                       rf"(?P<key>loss|acc|accuracy|ppl|perplexity)\s*:\s*(?P<value>{NUM})", re.IGNORECASE)
+                       rf"(?P<key>loss|acc|accuracy|ppl|perplexity)\s*:\s*(?P<value>{NUM})(?P<pct>\s*%)?",
+                       re.IGNORECASE)
 SEPARATORS = re.compile(r"[|\t]")
 TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
 PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")

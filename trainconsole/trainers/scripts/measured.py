@@ -196,9 +196,9 @@ class Measured:
             if fields:
                 self.writer.emit(kind, **where, **fields, **timing)
                 timing = {}
-        acc = kinds.get(EVAL, {}).get("val_acc")
-        if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
-            self.best_val_acc = acc
+            acc = fields.get("val_acc") if kind == EVAL else None
+            if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
+                self.best_val_acc = acc
 
 
 def _alive(pid: int) -> bool:
