@@ -21,8 +21,9 @@ from .plain import plain
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 KEY = r"[A-Za-z][\w./@-]*(?:\((?:[^()\s]|\([^()\s]*\))*\))?"  # also D(x), D(G(z)), Acc@1, train/loss
-KEY_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>{KEY})\s*[:=]\s*(?P<value>{NUM})(?:\s*/\s*(?P<of>{NUM}))?"
-                       rf"(?P<pct>%)?")
+#: `loss: 0.5`, `lr=0.1`; `(?!s\d)`: not `Tot: 1s5ms` (a time in two units).
+KEY_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>{KEY})\s*[:=]\s*(?P<value>{NUM})(?!s\d)"
+                       rf"(?:\s*/\s*(?P<of>{NUM}))?(?P<pct>%)?")
 WORD_VALUE = re.compile(rf"(?:\b(?P<qual>train|training|val|valid|validation|test|eval)[\s_])?"
                         rf"\b(?P<key>(?:epoch|step|iter|iteration|batch|loss|acc|accuracy|lr|ppl|perplexity|"
                         rf"top[15]|acc@\d)[\w@]*)\s+(?P<value>{NUM})(?![\w/.])", re.IGNORECASE)
