@@ -17,7 +17,8 @@ from script_helpers import EXE, FIXTURES
 
 CORPUS = FIXTURES / "probe_corpus"
 SCRIPTS = ("yunjey_linear_regression", "yunjey_language_model", "makemore", "hogwild", "introyt_training",
-           "bentrevett_sentiment", "kuangliu_cifar", "yunjey_feedforward")
+           "bentrevett_sentiment", "kuangliu_cifar", "yunjey_feedforward", "eval_mode_training",
+           "train_mode_test", "split_sets")
 ENDS = ("finished", "failed", "stopped", "killed")
 KINDS = ("step", "eval", "result")
 
@@ -62,7 +63,8 @@ def own(printed: list[dict[str, Any]]) -> list[tuple[str, int, Any, dict[str, An
 
 @pytest.mark.parametrize("name", ["yunjey_linear_regression", "yunjey_language_model", "makemore",
                                   "introyt_training", "bentrevett_sentiment", "kuangliu_cifar",
-                                  "yunjey_feedforward"])
+                                  "yunjey_feedforward", "eval_mode_training", "train_mode_test",
+                                  "split_sets"])
 def test_each_printed_line_at_the_step_the_script_made(runs: dict[str, Any], name: str) -> None:
     got, cwd = runs[name]
     counted = json.loads((cwd / "c.json").read_text())

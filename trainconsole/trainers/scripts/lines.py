@@ -56,6 +56,10 @@ SPLIT_VALUE = re.compile(rf"\b(?P<split>train|training|valid|val|validation|test
 SPLIT_KEY = re.compile(rf"\b(?P<qual>train|training|val|valid|validation|test)\s+"
                        rf"(?P<key>loss|acc|accuracy|ppl|perplexity)\s*:\s*(?P<value>{NUM})(?P<pct>\s*%)?",
                        re.IGNORECASE)
+#: `Accuracy on training set`, `Loss on the test data`: a metric, then the split it was measured on.
+ON_SPLIT = re.compile(r"^(?P<key>accuracy|acc|loss|error|ppl|perplexity)\s+(?:on|of)\s+(?:the\s+)?"
+                      r"(?P<qual>train|training|val|valid|validation|test|dev)(?:\s+(?:set|data|split|images))?$",
+                      re.IGNORECASE)
 SEPARATORS = re.compile(r"[|\t]")
 TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
 PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")
@@ -137,11 +141,13 @@ def _segment(segment: str, found: dict[str, float], eval_line: bool) -> None:
     if split:  # `step 500 train loss: 2.1 test loss: 2.3`: each split's own, none a bare `loss`
         for match in split:
             _take(match, found, eval_line)
+        _split_rest(segment, split, found, eval_line)
         return
     whole = SEGMENT.match(segment)
     if whole and not NUMBER_IN_KEY.search(whole["key"]):  # `epoch 1: 100%` is no key `epoch 1`
         value, unit = float(whole["value"]), whole["unit"]
-        key = name(whole["key"]) + (f"_{unit}" if unit in ("s", "ms") else "")  # `time: 49.81s`
+        unit_key = f"_{unit}" if unit in ("s", "ms") else ""  # `time: 49.81s`
+        key = _whole_key(whole["key"], eval_line) + unit_key
         found.setdefault(key, percent(value) if unit == "%" else value)
         return
     lead = LEAD.match(segment)
@@ -163,6 +169,24 @@ def _take(match: re.Match[str], found: dict[str, float], eval_line: bool = False
     elif match.groupdict().get("pct"):
         value = percent(value)
     found.setdefault(key, value)
+
+
+def _split_rest(segment: str, split: list[re.Match[str]], found: dict[str, float], eval_line: bool) -> None:
+    """The other `key: value` fields of a line with splits: `Test Loss: 0.3, Acc: 0.9` is the test split's
+    accuracy too (a bare metric takes the split named last before it)."""
+    for match in KEY_VALUE.finditer(segment):
+        if any(s.start() <= match.start() < s.end() for s in split):
+            continue
+        before = [s for s in split if s.end() <= match.start()]
+        qualified = before and SPLIT_KEY.match(f"{before[-1]['qual']} {match['key']}: {match['value']}")
+        _take(qualified or match, found, eval_line)
+
+
+def _whole_key(key: str, eval_line: bool) -> str:
+    """A segment's key; `Accuracy on training set` is the train split's accuracy (`train_acc`), as
+    `Accuracy on test set` is `test_acc`."""
+    on = ON_SPLIT.match(key.strip())
+    return _key(on, eval_line or on["qual"].lower().startswith("train")) if on else name(key)
 
 
 def _key(match: re.Match[str], eval_line: bool) -> str:

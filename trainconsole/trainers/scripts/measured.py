@@ -26,6 +26,7 @@ from trainconsole.trainers.protocol import EventWriter
 from trainconsole.trainers.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP
 
 from .formats import read
+from .names import name
 from .probe_channel import ProbeChannel
 from .probe_events import ProbeFigures
 
@@ -188,8 +189,12 @@ class Measured:
             kinds = {RESULT: {**parsed.step, **parsed.eval, **parsed.result}}
         elif evaluating:  # during training, a test split is evaluated as a validation is
             kinds = {EVAL: {**parsed.eval, **parsed.result, **{_split(k): v for k, v in parsed.step.items()}}}
-        else:
-            kinds = {STEP: parsed.step, EVAL: parsed.eval, RESULT: parsed.result}
+        else:  # training: the probe knows more steps came, so nothing is a result yet (`| test accuracy`
+            # is an evaluation at this step), and a `train loss` beside it is the step's own
+            trained = {name(k): v for k, v in parsed.eval.items() if k.startswith("train_")}
+            kinds = {STEP: {**parsed.step, **trained},
+                     EVAL: {**{k: v for k, v in parsed.eval.items() if not k.startswith("train_")},
+                            **parsed.result}}
         for kind, fields in kinds.items():
             if train_split:  # `Train set: loss 0.3` in eval mode: what the script calls train stays train
                 fields = {_train(k): v for k, v in fields.items()}

@@ -103,7 +103,7 @@ class Probe:
         n = st.counts[id(optimizer)] = st.counts.get(id(optimizer), 0) + 1
         if n <= st.step:
             return
-        st.step, st.evaluated = n, False
+        st.step, st.evaluated, st.eval_mode = n, False, False  # steps made in eval mode are training
         if st.optimizer is None:
             st.optimizer = optimizer
         if optimizer is st.optimizer:  # the lr this step was made with (a scheduler may change it after)
