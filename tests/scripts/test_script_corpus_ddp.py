@@ -23,8 +23,10 @@ def ended(home: Path, run_id: str) -> bool:
 
 def test_ranks_lines_give_one_step_per_printed_step_and_a_failed_rank_is_the_cause(
         home: Path, tmp_path: Path) -> None:
-    ok = start("--script", str(SCRIPT), "--nproc", "2", cwd=tmp_path)
-    bad = start("--script", str(SCRIPT), "--nproc", "2", "--", "--fail-rank", "1", cwd=tmp_path)
+    # --no-measure: the ranks' printed lines as the text readers place them (the probe: test_script_probe.py)
+    ok = start("--script", str(SCRIPT), "--nproc", "2", "--no-measure", cwd=tmp_path)
+    bad = start("--script", str(SCRIPT), "--nproc", "2", "--no-measure", "--", "--fail-rank", "1",
+                cwd=tmp_path)
     wait_for(lambda: ended(home, ok) and ended(home, bad), timeout=180, what="both runs to end")
     printed = PRINTED.findall((home / "runs" / ok / "stdout.log").read_text())
     assert {rank for rank, *_ in printed} == {"0", "1"} and len(printed) == 8  # 2 ranks x 2 epochs x 2

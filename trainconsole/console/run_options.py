@@ -27,6 +27,8 @@ def add_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--tensorboard", metavar="DIR", help="with --script: read the TensorBoard files in DIR")
     cmd.add_argument("--python", metavar="PATH",
                      help="with --script: the Python the script (and torchrun's ranks) runs with")
+    cmd.add_argument("--no-measure", action="store_true",
+                     help="with --script: no probe in its processes, metrics from its output only")
     cmd.add_argument("--queue", action="store_true", help="wait until the devices have --min-free-mb free")
     cmd.add_argument("--min-free-mb", type=int, metavar="MB", help="free memory each device needs to start")
     cmd.add_argument("--ray-address", metavar="HOST:PORT",
@@ -46,11 +48,14 @@ def config_for(args: argparse.Namespace) -> tuple[Config, str]:
         if args.ray_address is not None:
             raise ConfigError("--ray-address", "places the ranks of a ddp run on a Ray cluster, not a script")
         script = {"path": args.script, "args": args.script_args or None, "nproc": args.nproc,
-                  "patterns": args.pattern, "tensorboard": args.tensorboard, "python": args.python}
+                  "patterns": args.pattern, "tensorboard": args.tensorboard, "python": args.python,
+                  "measure": False if args.no_measure else None}
         return script_config(args.config, args.set, script, strategy), "script"
     for flag in ("nproc", "pattern", "tensorboard", "python"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag}", "only goes with --script PATH")
+    if args.no_measure:
+        raise ConfigError("--no-measure", "only goes with --script PATH")
     if args.script_args:
         raise ConfigError("--", "script arguments only go with --script PATH")
     for item in args.set:

@@ -61,6 +61,8 @@ class RunLog(Vertical):
 
 def _failure_panel(failure: dict[str, Any]) -> Panel:
     text = Text(str(failure.get("cause") or "unknown cause"), style="bold")
+    if failure.get("at"):  # a script run's probe measured where it failed: `at step 9: cuda:0 7100 MB ...`
+        text.append(f"\n{failure['at']}")
     if failure.get("hint"):
         text.append(f"\nhint: {failure['hint']}", style="italic")
     trace = str(failure.get("traceback") or "").rstrip().splitlines()[-TRACEBACK_LINES:]

@@ -133,6 +133,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "patterns": Field(list, [], script_fields.patterns, "metric regexes with named groups (?P<loss>...)",
                           allowed="a list of regex strings"),
         "parse_output": Field(bool, True, help="read metrics from the script's printed lines"),
+        "measure": Field(bool, True, help="measure step, loss, lr, epoch, phase and memory inside the "
+                         "script's processes (a probe installed when it imports torch)"),
         "tensorboard": Field(str, "", help="a folder the script writes TensorBoard event files to"),
         "csv_logs": Field(str, "", help="a folder the script's Lightning CSVLogger writes metrics.csv under"),
         "mlruns": Field(str, "", help="an MLflow file store the script logs to (besides ./mlruns)"),

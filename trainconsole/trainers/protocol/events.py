@@ -34,6 +34,11 @@ FAILED = "failed"
 STOPPED = "stopped"
 KILLED = "killed"
 
+#: `source` of a script run's `step`/`eval`/`result` events (absent: read from its output as before): PROBE,
+#: measured inside its processes (exact); TEXT, a printed line's metrics, placed by the probe's stamp.
+SOURCE_PROBE = "probe"
+SOURCE_TEXT = "text"
+
 #: Events after which a run has ended, mapped to the status they give it.
 FINAL = {FINISHED: "finished", FAILED: "failed", STOPPED: "stopped", KILLED: "killed"}
 STATUSES = ("running", "finished", "failed", "stopped", "killed", "lost", "queued")

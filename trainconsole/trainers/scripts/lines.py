@@ -21,8 +21,9 @@ from .plain import plain
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 KEY = r"[A-Za-z][\w./@-]*(?:\((?:[^()\s]|\([^()\s]*\))*\))?"  # also D(x), D(G(z)), Acc@1, train/loss
-KEY_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>{KEY})\s*[:=]\s*(?P<value>{NUM})(?:\s*/\s*(?P<of>{NUM}))?"
-                       rf"(?P<pct>%)?")
+#: `loss: 0.5`, `lr=0.1`; `(?!s\d)`: not `Tot: 1s5ms` (a time in two units).
+KEY_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>{KEY})\s*[:=]\s*(?P<value>{NUM})(?!s\d)"
+                       rf"(?:\s*/\s*(?P<of>{NUM}))?(?P<pct>%)?")
 WORD_VALUE = re.compile(rf"(?:\b(?P<qual>train|training|val|valid|validation|test|eval)[\s_])?"
                         rf"\b(?P<key>(?:epoch|step|iter|iteration|batch|loss|acc|accuracy|lr|ppl|perplexity|"
                         rf"top[15]|acc@\d)[\w@]*)\s+(?P<value>{NUM})(?![\w/.])", re.IGNORECASE)
@@ -48,6 +49,17 @@ RATE = re.compile(rf"(?<![\w.])(?P<value>{NUM})\s?(?P<key>(?:ms|s|us)/(?:it|step
                   rf"samples/s|img/s|tokens/s)(?![\w/])")
 RANK = re.compile(r"^\s*\[(?:rank|default)(?P<prefix>\d+)\]:\s?|\brank\s*[:=#]?\s*(?P<named>\d+)\b[,:]?",
                   re.IGNORECASE)
+#: `train 0.41 valid 0.52`: a split named with its value alone (a loss, unless the line speaks of accuracy).
+SPLIT_VALUE = re.compile(rf"\b(?P<split>train|training|valid|val|validation|test)\s*[:=]?\s+(?P<value>{NUM})"
+                         rf"(?![\w/.])", re.IGNORECASE)
+#: `train loss: 2.1 test loss: 2.3`: a split, a metric, a colon, its value.
+SPLIT_KEY = re.compile(rf"\b(?P<qual>train|training|val|valid|validation|test)\s+"
+                       rf"(?P<key>loss|acc|accuracy|ppl|perplexity)\s*:\s*(?P<value>{NUM})(?P<pct>\s*%)?",
+                       re.IGNORECASE)
+#: `Accuracy on training set`, `Loss on the test data`: a metric, then the split it was measured on.
+ON_SPLIT = re.compile(r"^(?P<key>accuracy|acc|loss|error|ppl|perplexity)\s+(?:on|of)\s+(?:the\s+)?"
+                      r"(?P<qual>train|training|val|valid|validation|test|dev)(?:\s+(?:set|data|split|images))?$",
+                      re.IGNORECASE)
 SEPARATORS = re.compile(r"[|\t]")
 TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
 PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")
@@ -108,6 +120,11 @@ def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
     _places(text, where)
     for segment in SEPARATORS.split(text) if ("|" in text or "\t" in text) else [text]:
         _segment(segment, found, eval_line)
+    for match in SPLIT_VALUE.finditer(text):
+        metric = "acc" if "acc" in text.lower() and "loss" not in text.lower() else "loss"
+        split = match["split"].lower()
+        key = f"train_{metric}" if split.startswith("train") else name(f"{split}_{metric}")
+        found.setdefault(key, float(match["value"]))  # `train_loss` stays the train split's
     for match in RATE.finditer(text) if "/" in text else ():
         found.setdefault(name(match["key"]), float(match["value"]))
     for match in TIMED.finditer(text) if TIME_WORDS.search(text) else ():
@@ -120,10 +137,17 @@ def _fields(text: str, where: Where, eval_line: bool) -> dict[str, float]:
 
 
 def _segment(segment: str, found: dict[str, float], eval_line: bool) -> None:
+    split = list(SPLIT_KEY.finditer(segment)) if ":" in segment else []
+    if split:  # `step 500 train loss: 2.1 test loss: 2.3`: each split's own, none a bare `loss`
+        for match in split:
+            _take(match, found, eval_line)
+        _split_rest(segment, split, found, eval_line)
+        return
     whole = SEGMENT.match(segment)
     if whole and not NUMBER_IN_KEY.search(whole["key"]):  # `epoch 1: 100%` is no key `epoch 1`
         value, unit = float(whole["value"]), whole["unit"]
-        key = name(whole["key"]) + (f"_{unit}" if unit in ("s", "ms") else "")  # `time: 49.81s`
+        unit_key = f"_{unit}" if unit in ("s", "ms") else ""  # `time: 49.81s`
+        key = _whole_key(whole["key"], eval_line) + unit_key
         found.setdefault(key, percent(value) if unit == "%" else value)
         return
     lead = LEAD.match(segment)
@@ -145,6 +169,24 @@ def _take(match: re.Match[str], found: dict[str, float], eval_line: bool = False
     elif match.groupdict().get("pct"):
         value = percent(value)
     found.setdefault(key, value)
+
+
+def _split_rest(segment: str, split: list[re.Match[str]], found: dict[str, float], eval_line: bool) -> None:
+    """The other `key: value` fields of a line with splits: `Test Loss: 0.3, Acc: 0.9` is the test split's
+    accuracy too (a bare metric takes the split named last before it)."""
+    for match in KEY_VALUE.finditer(segment):
+        if any(s.start() <= match.start() < s.end() for s in split):
+            continue
+        before = [s for s in split if s.end() <= match.start()]
+        qualified = before and SPLIT_KEY.match(f"{before[-1]['qual']} {match['key']}: {match['value']}")
+        _take(qualified or match, found, eval_line)
+
+
+def _whole_key(key: str, eval_line: bool) -> str:
+    """A segment's key; `Accuracy on training set` is the train split's accuracy (`train_acc`), as
+    `Accuracy on test set` is `test_acc`."""
+    on = ON_SPLIT.match(key.strip())
+    return _key(on, eval_line or on["qual"].lower().startswith("train")) if on else name(key)
 
 
 def _key(match: re.Match[str], eval_line: bool) -> str:

@@ -24,6 +24,7 @@ from .formats import read
 from .keras_lines import PROGRESS as KERAS_PROGRESS
 from .line_events import LEAK_WARMUP_STEPS, LineEvents
 from .lines import compile_patterns, evaluation_heading, evaluation_progress, training_done
+from .measured import Measured
 from .parsed import Parsed
 from .plain import plain
 from .pump import MAX_LINE, Pump
@@ -53,7 +54,8 @@ class OutputEvents:
 
     def __init__(self, writer: EventWriter, patterns: list[str], parse_output: bool = True,
                  memory: Callable[[], dict[str, Any] | None] = lambda: None,
-                 mem_interval: float = 1.0, batch_size: int | None = None) -> None:
+                 mem_interval: float = 1.0, batch_size: int | None = None,
+                 measured: Callable[[Callable[[str, str], None]], Measured] | None = None) -> None:
         self.patterns = compile_patterns(patterns)
         self.parse_output = parse_output
         self.watch = TracebackWatch()
@@ -68,21 +70,33 @@ class OutputEvents:
         self.last_error = ""
         self.lock = threading.Lock()
         self.out = LineEvents(writer, memory, mem_interval)
+        # The probe's view (None: `measure = false`); lines it does not take are read here as before.
+        self.measured = measured(self._text_line) if measured else None
 
     @property
     def step(self) -> int:
-        """The run's step so far."""
+        """The run's step so far (the probe's, where it measured one)."""
+        if self.measured is not None and self.measured.active:
+            return self.measured.figures.step
         return self.steps.step
 
     @property
     def best_val_acc(self) -> float | None:
         """The best validation accuracy printed so far."""
+        if self.measured is not None and self.measured.active:
+            return self.measured.best_val_acc
         return self.out.best_val_acc
+
+    def poll(self) -> None:
+        """Read the probe's channel (its records come between lines too)."""
+        if self.measured is not None:
+            with self.lock:
+                self.measured.poll()
 
     def stdout(self, line: str, final: bool = True) -> None:
         """One line the script printed to stdout (`final` False: a state that a `\r` refreshes)."""
         with self.lock:
-            self._metrics(line, final, "stdout")
+            self._read(line, final, "stdout")
 
     def stderr(self, line: str, final: bool = True) -> None:
         """One line on stderr: metrics too (logging and tqdm write there), and the traceback watch."""
@@ -90,14 +104,29 @@ class OutputEvents:
             if final:
                 self.watch.feed(line)
                 self.last_error = plain(line).strip() or self.last_error
-            self._metrics(line, final, "stderr")
+            self._read(line, final, "stderr")
 
     def close(self) -> None:
         """The output ended: write what still waits (a bar's last state, Trainer lines)."""
         with self.lock:
+            if self.measured is not None:
+                self.measured.close()
             self._flush()
             self._end_evaluation()
             self._unplaced(self.redraws.rest())
+
+    def _read(self, line: str, final: bool, stream: str) -> None:
+        """A line to the probe, which places it by its stamp, or else to the text readers."""
+        if self.measured is not None and self.parse_output:
+            shown = line if (line.strip() or not final) else self.states.get(stream) or line
+            if self.measured.take(stream, shown, final):
+                self.states[stream] = "" if final else line
+                return
+        self._metrics(line, final, stream)
+
+    def _text_line(self, stream: str, line: str) -> None:
+        """A line the probe held and gave back (no optimizer step came): read as before."""
+        self._metrics(line, True, stream)
 
     def _metrics(self, line: str, final: bool, stream: str) -> None:
         if not self.parse_output:

@@ -25,9 +25,13 @@ from trainconsole.trainers.protocol import Config, EventWriter, RunDir
 from trainconsole.trainers.reaper import die_with_parent
 
 from .lightning_csv import LightningCsvTail
+from .lines import compile_patterns
+from .measured import Measured
 from .memory import TreeMemory
 from .mlflow_store import MlflowTail, stores
 from .output import OutputEvents, Pump
+from .probe_channel import probe_environment
+from .probe_tail import ProbeTail
 from .report import ENV_EVENTS, ENV_RUN_ID
 from .steps import batch_size, epochs
 from .tensorboard_tail import TensorBoardTail
@@ -121,30 +125,46 @@ class ScriptRun:
             return 0
         script, devices = self.config["script"], self.config["strategy"]["devices"]
         # die_with_parent: if this runner is killed alone, the script does not live on unseen.
-        self.proc = subprocess.Popen(command(script, python_of(script)), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=environment(self.run, devices), preexec_fn=die_with_parent)
+        env = environment(self.run, devices)
+        if script["measure"]:  # the probe in every Python process of the script (inject/sitecustomize.py)
+            env = probe_environment(env, self.probe_folder)
+        self.proc = subprocess.Popen(command(script, python_of(script)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=env, preexec_fn=die_with_parent)
         if self.stop_asked:
             self.ask_stop(signal.SIGTERM)
         self._started(script, devices, resumed)
         memory = TreeMemory(self.proc.pid)
         events = OutputEvents(self.writer, script["patterns"], script["parse_output"], memory,
-                              batch_size=batch_size(script["args"]))
+                              batch_size=batch_size(script["args"]), measured=self._measured(script))
         assert self.proc.stdout is not None and self.proc.stderr is not None
         pumps = [Pump(self.proc.stdout.fileno(), sys.stdout.fileno(), events.stdout),
                  Pump(self.proc.stderr.fileno(), sys.stderr.fileno(), events.stderr)]
+        poller = ProbeTail(events.poll)
         tails = file_tails(script, time.time(), self.writer.emit)
-        for thread in (*pumps, *tails):
+        for thread in (*pumps, *tails, poller):
             thread.start()
         code = self.proc.wait()
         deadline = time.monotonic() + DRAIN_S
         for pump in pumps:
             pump.join(timeout=max(0.0, deadline - time.monotonic()))
+        poller.finish()
         events.close()
         for tail in tails:
             tail.finish()
         self._final(code, events)
         return code
+
+    @property
+    def probe_folder(self) -> Path:
+        """Where the probe's processes report (one file each)."""
+        return self.run.path / "probe"
+
+    def _measured(self, script: dict[str, Any]) -> Any:
+        """How OutputEvents makes the probe's view of the run (None with `measure = false`)."""
+        if not script["measure"]:
+            return None
+        return lambda text: Measured(self.writer, self.probe_folder, compile_patterns(script["patterns"]),
+                                     epochs(script["args"]), text)
 
     def _started(self, script: dict[str, Any], devices: Any, resumed: bool) -> None:
         assert self.proc is not None
@@ -161,8 +181,9 @@ class ScriptRun:
             self.writer.emit("finished", exit_code=0, step=events.step, **best, **cpu_seconds())
         else:
             cause = events.watch.cause or _exit_cause(code, events.last_error)
+            measured = events.measured.figures.failure() if events.measured is not None else {}
             self.writer.emit("failed", cause=cause, hint=hint(cause), traceback=events.watch.traceback,
-                             exit_code=code)
+                             exit_code=code, **measured)
 
 
 def cpu_seconds() -> dict[str, float]:

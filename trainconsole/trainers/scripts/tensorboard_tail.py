@@ -3,7 +3,8 @@
 Folders: `[script] tensorboard` (relative to the directory the script runs in) and `runs/` there (where
 `torch.utils.tensorboard.SummaryWriter()` writes by default); only files written since the script
 started count. Each scalar becomes a field of a `step` event at its step, or of an `eval` event for tags
-naming a validation (`Loss/val` -> val_loss, `Accuracy/test` -> val_acc). `tensorboard` is imported only
+naming a validation (`Loss/val` -> val_loss, `Accuracy/test` -> val_acc); `add_scalars`' chart titles
+never become metrics (`chart_field`). `tensorboard` is imported only
 once an event file shows up, so scripts that write none pay nothing.
 """
 
@@ -20,6 +21,7 @@ from .names import name
 
 EVAL_PARTS = ("val", "valid", "validation", "test", "eval")
 TRAIN_PARTS = ("train", "training")
+METRIC_WORDS = ("loss", "accuracy", "acc", "perplexity", "ppl", "error")
 PATTERN = "events.out.tfevents.*"
 
 
@@ -32,6 +34,21 @@ def field(tag: str) -> tuple[str, bool]:
     if is_eval:
         key = key if key.startswith("val_") else f"val_{key}"
     return key, is_eval or key.startswith("val_")
+
+
+def chart_field(tag: str, folder: str) -> tuple[str, bool]:
+    """`field` for a scalar of `add_scalars(title, {key: value})`, which torch writes with the chart's
+    title as its tag into a folder `<title>_<key>`: the key names the metric, never the title (a key
+    naming only a split takes the title's metric word: `Training vs. Validation Loss` + `Validation` ->
+    val_loss)."""
+    prefix = tag.replace("/", "_") + "_"
+    if not folder.startswith(prefix) or len(folder) == len(prefix):
+        return field(tag)
+    key = folder[len(prefix):]
+    word = next((w for w in METRIC_WORDS if w in tag.lower()), None)
+    if key.lower() in EVAL_PARTS + TRAIN_PARTS and word:
+        return field(f"{word}/{key}")
+    return field(key)
 
 
 class TensorBoardTail(FileTail):
@@ -51,12 +68,12 @@ class TensorBoardTail(FileTail):
                           "are not read: the tensorboard package is not installed here",
                           hint="pip install 'trainconsole[tensorboard]'")
         scalars: dict[tuple[int, bool], dict[str, float]] = defaultdict(dict)
-        for loader in self.loaders.values():
+        for path, loader in self.loaders.items():
             if loader is None:
                 continue
             for event in loader.Load():
                 for tag, value in _scalars(event):
-                    key, is_eval = field(tag)
+                    key, is_eval = chart_field(tag, path.parent.name)
                     scalars[(event.step, is_eval)][key] = value
         for (step, is_eval), fields in sorted(scalars.items()):
             self.emit("eval" if is_eval else "step", step=step, source="tensorboard", **fields)

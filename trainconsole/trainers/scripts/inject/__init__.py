@@ -1,0 +1,1 @@
+"""The folder put first on a script run's PYTHONPATH: `sitecustomize.py` loads `_trainconsole_probe.py`."""

@@ -1,0 +1,230 @@
+"""A script run measured by its probe: the probe's records, and each printed line with its stamp.
+
+`Measured.take` is handed each line the pumps read. A line's stamp (the step, epoch and phase the probe saw
+when the script wrote it) is found on the channel; the text readers then only name the line's metrics.
+The run's main process is the first to make an optimizer step (rank 0 under torchrun); other processes'
+lines (workers, other ranks) never mix into its series. A line of the main process waits until a later
+step is known: printed while training, it is a step's metrics (or an evaluation's, in eval mode or
+without grad, or after a module went into eval mode since the last step); printed after the last step, a
+result. Lines before the first step wait too: an evaluation's are at step 0, the rest (a config dump) are
+no metrics. Where no process makes a step within EARLY_S (hand-written updates, Keras, JAX), the text
+readers read everything as before.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP
+
+from .formats import read
+from .names import name
+from .probe_channel import ProbeChannel
+from .probe_events import ProbeFigures
+
+#: How long lines before any optimizer step wait for one before the text readers take them.
+EARLY_S = 60.0
+#: How many of a stream's stamps a line is looked for among (oldest first).
+WINDOW = 64
+HEAD = 80
+SPLITS = ("train_", "val_", "test_", "eval_")
+TRAIN_SPLIT = re.compile(r"\btrain(?:ing)?\b", re.IGNORECASE)
+EVAL_SPLIT = re.compile(r"\b(?:val|valid|validation|test|dev)\b", re.IGNORECASE)
+#: The probe's names of the two streams.
+STREAMS = {"stdout": "o", "stderr": "e"}
+
+
+@dataclass
+class Stamp:
+    """Where a line was written: by which process, at which step, epoch and phase."""
+
+    pid: int
+    head: str
+    step: int
+    epoch: int | None
+    phase: str
+
+
+class Measured:
+    """The probe's view of a script run, and the events it gives."""
+
+    def __init__(self, writer: EventWriter, folder: Path, patterns: list[Any], epochs: int | None,
+                 text: Callable[[str, str], None]) -> None:
+        self.writer, self.patterns, self.text = writer, patterns, text
+        self.channel = ProbeChannel(folder)
+        self.figures = ProbeFigures(writer, epochs)
+        self.ranks: dict[int, str | None] = {}
+        self.steps: dict[int, int] = {}  # each process's last known step
+        self.stamps: dict[str, deque[Stamp]] = {"o": deque(maxlen=4096), "e": deque(maxlen=4096)}
+        self.main: int | None = None
+        self.held: list[tuple[str, Stamp]] = []  # the main process's lines, waiting for a later step
+        self.early: list[tuple[str, str, Stamp]] = []  # (stream, text, stamp) before any step
+        self.early_since = 0.0
+        self.text_only = False  # no step came: the text readers read everything
+        self.best_val_acc: float | None = None
+        self.evaluated = False  # after the last step, an evaluation came: what follows are results
+
+    @property
+    def active(self) -> bool:
+        """Whether the probe places the run's lines (a process made an optimizer step)."""
+        return self.main is not None
+
+    def poll(self) -> None:
+        """Read the channel; write the lines a later step placed."""
+        for pid, record in self.channel.read():
+            self._record(pid, record)
+        if self.main is not None:
+            self._release(after=False)
+        elif self.early and time.monotonic() - self.early_since > EARLY_S:
+            self._text_only()
+
+    def take(self, stream: str, line: str, final: bool) -> bool:
+        """Whether the probe takes LINE (False: the text readers read it as before)."""
+        if self.text_only:
+            return False
+        self.poll()
+        stamp = self._match(STREAMS.get(stream, ""), line) if final else None
+        if stamp is None:
+            return self.active  # another program's line, or a bar's state: the probe has the figures
+        if not line.startswith(stamp.head):  # torn: another process's text came first on the line
+            line = line[line.index(stamp.head):]
+        if self.main is None:
+            self.early.append((stream, line, stamp))
+            self.early_since = self.early_since or time.monotonic()
+        elif stamp.pid == self.main:
+            self.held.append((line, stamp))
+            self._release(after=False)
+        elif not self.steps.get(stamp.pid):  # a process that never trains (the parent of mp workers)
+            self._emit(line, Stamp(stamp.pid, stamp.head, self.steps.get(self.main, 0), stamp.epoch,
+                                   stamp.phase), after=not _alive(self.main))
+        return True
+
+    def close(self) -> None:
+        """The output ended: lines after the last step are results; without a step, the text readers'."""
+        self.poll()
+        if self.main is None:
+            self._text_only()
+            return
+        self._release(after=False)
+        self._release(after=True)
+
+    def _record(self, pid: int, record: dict[str, Any]) -> None:
+        kind, step = record.get("k"), int(record.get("step") or 0)
+        self.steps[pid] = max(self.steps.get(pid, 0), step)
+        if kind == "hello":
+            self.ranks[pid] = record.get("rank")
+        elif kind == "line" and record.get("s") in self.stamps:
+            self.stamps[record["s"]].append(Stamp(pid, record.get("h", ""), step, record.get("epoch"),
+                                                  record.get("ph", "train")))
+        elif kind == "step" and step and self.main is None and not self.text_only \
+                and self.ranks.get(pid) in (None, "0"):
+            self._take_over(pid)
+        elif kind == "nonfinite":
+            who = "" if pid == self.main else f" (process {pid}, rank {self.ranks.get(pid)})"
+            self.figures.nonfinite(record, who if self.ranks.get(pid) not in (None, "0") else "")
+        elif kind == "exit" and self.main in (None, pid):
+            self.figures.exit = record
+        if kind == "step" and pid == self.main:
+            self.figures.record(record)
+
+    def _take_over(self, pid: int) -> None:
+        """PID made the run's first step: its earlier evaluations are at step 0, other early lines go."""
+        self.main = pid
+        for _, line, stamp in self.early:
+            if stamp.pid == pid and stamp.phase == "eval":
+                self._emit(line, stamp, after=False)
+        self.early = []
+
+    def _text_only(self) -> None:
+        self.text_only = True
+        early, self.early = self.early, []
+        for stream, line, _ in early:
+            self.text(stream, line)
+
+    def _match(self, stream: str, line: str) -> Stamp | None:
+        """The oldest stamp of STREAM whose head is the line's; earlier stamps of its process are gone."""
+        stamps, head = self.stamps.get(stream), line[:HEAD]
+        if not stamps:
+            return None
+        window = list(stamps)[:WINDOW]
+        found = next((i for i, s in enumerate(window) if s.head == head), None)
+        if found is None:  # a line two processes wrote into at once: the stamp of the one that ended it
+            found = next((i for i, s in enumerate(window) if s.head and s.head in line), None)
+        for i, stamp in enumerate(window):
+            if i == found:
+                kept = [s for s in list(stamps)[:i] if s.pid != stamp.pid]
+                for _ in range(i + 1):
+                    stamps.popleft()
+                stamps.extendleft(reversed(kept))
+                return stamp
+        return None
+
+    def _release(self, after: bool) -> None:
+        """Write the held lines a later step placed; AFTER (the output ended): the rest, the last step's
+        training lines as such, and from its first evaluation on, results."""
+        known = self.steps.get(self.main or 0, 0)
+        while self.held and (after or self.held[0][1].step < known):
+            line, stamp = self.held.pop(0)
+            result = after and (self.evaluated or stamp.phase == "eval")
+            self.evaluated = self.evaluated or result
+            self._emit(line, stamp, result)
+
+    def _emit(self, line: str, stamp: Stamp, after: bool) -> None:
+        """A line's metrics at its stamp: a step's, an evaluation's, or (AFTER training) a result."""
+        evaluating = stamp.phase == "eval"
+        parsed = read(line, self.patterns, evaluating, trained=after)
+        epoch = stamp.epoch or parsed.where.epoch  # printed, where no DataLoader gave the probe one
+        where = {"step": stamp.step, **({"epoch": epoch} if epoch is not None else {}), "source": SOURCE_TEXT}
+        timing = {"timing": parsed.timing} if parsed.timing else {}
+        train_split = evaluating and bool(TRAIN_SPLIT.search(line)) and not EVAL_SPLIT.search(line)
+        if after:
+            kinds = {RESULT: {**parsed.step, **parsed.eval, **parsed.result}}
+        elif evaluating:  # during training, a test split is evaluated as a validation is
+            kinds = {EVAL: {**parsed.eval, **parsed.result, **{_split(k): v for k, v in parsed.step.items()}}}
+        else:  # training: the probe knows more steps came, so nothing is a result yet (`| test accuracy`
+            # is an evaluation at this step), and a `train loss` beside it is the step's own
+            trained = {name(k): v for k, v in parsed.eval.items() if k.startswith("train_")}
+            kinds = {STEP: {**parsed.step, **trained},
+                     EVAL: {**{k: v for k, v in parsed.eval.items() if not k.startswith("train_")},
+                            **parsed.result}}
+        for kind, fields in kinds.items():
+            if train_split:  # `Train set: loss 0.3` in eval mode: what the script calls train stays train
+                fields = {_train(k): v for k, v in fields.items()}
+            if fields:
+                self.writer.emit(kind, **where, **fields, **timing)
+                timing = {}
+            acc = fields.get("val_acc") if kind == EVAL else None
+            if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
+                self.best_val_acc = acc
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process still runs (mp workers end with os._exit: no last record says so)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _train(key: str) -> str:
+    """`val_loss` or `test_loss` of a line that names the training split alone: `train_loss`."""
+    for prefix in SPLITS:
+        if key.startswith(prefix):
+            return "train_" + key[len(prefix):]
+    return "train_" + key
+
+
+def _split(key: str) -> str:
+    """A metric printed while evaluating: the validation's, unless it names its split (`train_loss`)."""
+    return key if key.startswith(SPLITS) else "val_" + key

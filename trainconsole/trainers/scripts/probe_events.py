@@ -1,0 +1,84 @@
+"""The events of the probe's own figures (`source: "probe"`): a `step` event for each record of the run's
+main process (its step, epoch, loss, lr, samples and memory, measured in the process), the leak watch on
+that memory, a warning at the step a loss first turned NaN or infinite, and what an uncaught exception
+(an out-of-memory) left: the step and the memory at that moment."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from trainconsole.trainers.protocol import EventWriter
+from trainconsole.trainers.protocol.events import SOURCE_PROBE, STEP, WARNING
+from trainconsole.trainers.troubles.leaks import LeakWatch
+
+from .line_events import LEAK_WARMUP_STEPS
+from .tracebacks import hint
+
+MB = 1 << 20
+PROBE = SOURCE_PROBE
+
+
+class ProbeFigures:
+    """Turns the main process's `step`, `nonfinite` and `exit` records into events."""
+
+    def __init__(self, writer: EventWriter, epochs: int | None = None) -> None:
+        self.writer, self.epochs = writer, epochs
+        self.leaks = LeakWatch(warmup_steps=LEAK_WARMUP_STEPS)
+        self.step = 0  # the last step written
+        self.epoch: int | None = None
+        self.received = 0.0  # when the last record came (samples/s between two)
+        self.warned_nonfinite = False
+        self.exit: dict[str, Any] | None = None
+
+    def record(self, rec: dict[str, Any]) -> None:
+        """A `step` record: one `step` event when the step moved on."""
+        now, step = time.monotonic(), int(rec.get("step") or 0)
+        if step <= self.step:
+            return
+        fields: dict[str, Any] = {"step": step, "source": PROBE}
+        self.step, self.epoch = step, rec.get("epoch") or self.epoch
+        if self.epoch:
+            fields["epoch"] = self.epoch
+        if self.epochs:
+            fields["epochs"] = self.epochs
+        loss = rec.get("loss")
+        if isinstance(loss, (int, float)) and math.isfinite(loss):
+            fields["loss"] = loss
+        lrs = rec.get("lr") or []
+        if lrs:
+            fields["lr"] = lrs[0]
+        if len(lrs) > 1:
+            fields["lrs"] = lrs
+        samples = int(rec.get("samples") or 0)
+        if samples:
+            fields["samples"] = samples
+            if self.received:
+                fields["timing"] = {"samples_per_s": round(samples / max(now - self.received, 1e-6), 1)}
+        self.received = now
+        mem = rec.get("mem")
+        self.writer.emit(STEP, **fields, **({"mem": mem} if mem else {}))
+        leak = self.leaks.observe(step, mem) if mem else None
+        if leak:
+            self.writer.emit(WARNING, **leak)
+
+    def nonfinite(self, rec: dict[str, Any], who: str = "") -> None:
+        """The first NaN/inf loss of the run, warned at its step with the explainer's hint."""
+        if self.warned_nonfinite:
+            return
+        self.warned_nonfinite = True
+        step, loss = rec.get("step"), rec.get("loss")
+        self.writer.emit(WARNING, code="nonfinite_loss", step=step, loss=loss, source=PROBE,
+                         message=f"the loss became {loss} at step {step}{who}",
+                         hint=hint("loss is nan"), **({"epoch": rec["epoch"]} if rec.get("epoch") else {}))
+
+    def failure(self) -> dict[str, Any]:
+        """For the `failed` event: the step and memory when an exception ended the main process."""
+        if not self.exit:
+            return {}
+        step, mem = self.exit.get("step"), self.exit.get("mem") or {}
+        said = [f"{d['device']} {d['allocated'] / MB:.0f} MB allocated (peak {d['peak'] / MB:.0f} MB)"
+                for d in mem.get("devices") or []]
+        said.append(f"RSS {int(mem.get('rss') or 0) / MB:.0f} MB")
+        return {"step": step, "mem": mem, "at": f"at step {step}: " + ", ".join(said)}
