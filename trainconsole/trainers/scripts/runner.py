@@ -128,8 +128,9 @@ class ScriptRun:
         env = environment(self.run, devices)
         if script["measure"]:  # the probe in every Python process of the script (inject/sitecustomize.py)
             env = probe_environment(env, self.probe_folder)
-        self.proc = subprocess.Popen(command(script, python_of(script)), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env, preexec_fn=die_with_parent)
+        self.proc = subprocess.Popen(command(script, python_of(script)), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                     preexec_fn=die_with_parent)
         if self.stop_asked:
             self.ask_stop(signal.SIGTERM)
         self._started(script, devices, resumed)
