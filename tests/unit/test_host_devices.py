@@ -129,3 +129,29 @@ def test_a_gpu_process_belongs_to_the_run_among_its_parents() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_another_node_of_a_slurm_run_publishes_its_host_into_the_runs_home_as_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainconsole.trainers.protocol import RunDir, hosts
+    from trainconsole.trainers.watchdog import Watchdog
+
+    monkeypatch.setenv(device_publish.ENV_SIMULATED, "2")
+    (tmp_path / "runs").mkdir()
+    run = RunDir.create(tmp_path, "r1")
+    run.write_info({"id": "r1", "name": "digits"})
+    node = RunDir(run.path / "nodes" / "1")  # as trainers/slurm_nodes.place makes it for node rank 1
+    node.path.mkdir(parents=True)
+    node.write_info({"id": "r1-node1", "kind": "train", "node_of": "r1", "node_rank": 1})
+    dog = Watchdog.start(node)
+    try:
+        host = hosts.this_host()
+        assert device_publish.registered(tmp_path, host).keys() == {"r1"}
+        deadline = time.monotonic() + 10
+        while host_devices.read(host_devices.path(tmp_path, host)) is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        snap = host_devices.read(host_devices.path(tmp_path, host))
+        assert snap is not None and snap.names == {"r1": "digits"}
+    finally:
+        dog.close()
+    assert device_publish.registered(tmp_path, host) == {}

@@ -27,6 +27,17 @@ from .protocol.stops import STOP_SIGNALS
 POLL_S = 1.0
 
 
+def part_of(run: RunDir) -> RunDir:
+    """The run this directory trains for: itself, or for another node of a Slurm run across nodes
+    (`RUN_DIR/nodes/<rank>/`, whose run.json says `node_of`) that run, so that the node's host publishes
+    its devices into the run's home with the node's share named as the run."""
+    try:
+        node_of = run.read_info().get("node_of")
+    except (OSError, ValueError):
+        node_of = None
+    return RunDir(run.path.parents[1]) if node_of else run
+
+
 class Watchdog:
     """The heartbeat and request thread of one run's top process."""
 
@@ -35,7 +46,8 @@ class Watchdog:
         self.pid, self.started, self.host = os.getpid(), processes.own_start_time(), hosts.this_host()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="trainconsole-watchdog", daemon=True)
-        self.devices = device_publish.Publisher(run.path.parent.parent, self.host)  # (the run's home)
+        self.owner = part_of(run)  # whose devices these are: the run, or the Slurm run a node trains for
+        self.devices = device_publish.Publisher(self.owner.path.parent.parent, self.host)  # (its home)
 
     @classmethod
     def start(cls, run: RunDir) -> Watchdog:
@@ -83,8 +95,8 @@ class Watchdog:
     def _register(self) -> None:
         """Say that the run lives on this host, so that its host's device snapshot names its share."""
         try:
-            name = str(self.run.read_info().get("name") or "")
-            device_publish.register(self.devices.home, self.host, self.run.id, self.pid, self.started, name)
+            name = str(self.owner.read_info().get("name") or "")
+            device_publish.register(self.devices.home, self.host, self.owner.id, self.pid, self.started, name)
         except (OSError, ValueError):  # a full disk: the snapshot shows its share as another's
             pass
 
@@ -92,7 +104,7 @@ class Watchdog:
         """The run has ended here: out of the host's runs, its snapshot (if this process writes it) at
         once without it, and the lock left for the host's next run."""
         try:
-            device_publish.unregister(self.devices.home, self.host, self.run.id)
+            device_publish.unregister(self.devices.home, self.host, self.owner.id)
             if self.devices.holds:
                 self.devices.publish()
         except Exception:  # noqa: BLE001 - as in _publish
