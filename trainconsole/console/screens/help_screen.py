@@ -11,8 +11,7 @@ from textual.widgets import Static
 
 #: Keys the help screen lists that are no binding of ours (the runs table's and the form's own), by context.
 OTHER_KEYS = [("dashboard", "↑ ↓ pgup pgdn", "Move the selection in the runs pane"),
-              ("dashboard", "enter", "In the runs pane: show the run's plot; in the form: launch"),
-              ("dashboard", "2", "A tune run's trials: the leaderboard by (at 80x24: under) its plot")]
+              ("dashboard", "enter", "In the runs pane: show the run's plot; in the form: launch")]
 
 Section = tuple[str, list[Binding]]
 
