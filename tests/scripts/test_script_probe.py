@@ -131,8 +131,10 @@ def test_a_nan_between_two_prints_is_warned_at_its_step(home: Path, tmp_path: Pa
 
 
 def test_a_loss_summed_as_a_tensor_is_warned_of_a_leak(home: Path, tmp_path: Path) -> None:
+    # 100 steps of at least 20 ms: the probe records at most every 0.1 s, so the watch gets its 8 points after
+    # the warm-up however fast this machine (50 steps of 5 ms gave a quiet machine too few: no warning)
     run_id = run(home, tmp_path, TRAIN, "--leak", "--width", "4096", "--batch-size", "256", "--samples",
-                 "12800", "--epochs", "1", "--sleep", "0.005", "--print-every", "100", "--lr", "0.001")
+                 "25600", "--epochs", "1", "--sleep", "0.02", "--print-every", "100", "--lr", "0.001")
     leaks = [e for e in of_type(home, run_id, "warning") if e["code"] == "memory_leak"]
     assert leaks and leaks[0]["step"] <= 400, leaks
     assert "loss.item()" in leaks[0]["hint"]
