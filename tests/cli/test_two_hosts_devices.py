@@ -79,7 +79,8 @@ async def test_the_console_shows_both_hosts_devices_and_greys_the_silent_one(
             assert runs == [[here_id], [other.run_id]]
 
             other.gone()
-            await until(pilot, lambda: groups.others and groups.others[0].stale(time.time()), SILENCE_S + 5,
+            # greyed by the pane's own clock (its `now`, set when it last sampled), as it draws
+            await until(pilot, lambda: groups.others and groups.others[0].stale(groups.now), SILENCE_S + 5,
                         "the other host greyed")
             await pilot.pause(0.6)  # (the next frame)
             lines = groups.render().plain.split("\n")
