@@ -64,7 +64,6 @@ class Version(argparse.Action):
 
 def build_parser() -> Parser:
     """The argument parser for every subcommand."""
-    from . import run_options, slurm_options
     from .serve import options as serve_options
 
     parser = Parser(prog="trainconsole", description="Launch, watch and kill PyTorch training runs. "
@@ -76,6 +75,24 @@ def build_parser() -> Parser:
     parser.add_argument("--bell", action="store_true", default=None,
                         help="ring the terminal's bell when a run ends or warns (or TRAINCONSOLE_BELL=1)")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
+    _add_launches(sub)
+    _add_lifecycle(sub)
+    from . import cli_devices, cli_examples, cli_manage, cli_trials
+
+    cli_trials.add_parsers(sub)
+    cli_manage.add_parsers(sub)
+    COMMANDS.update(cli_manage.COMMANDS, **cli_trials.COMMANDS)
+    cli_examples.add_parser(sub)
+    COMMANDS.update(cli_examples.COMMANDS)
+    COMMANDS["devices"] = cli_devices.add_parser(sub)
+    serve_options.add_options(sub.add_parser("serve", help="the console in a browser (a private URL)"))
+    return parser
+
+
+def _add_launches(sub: Any) -> None:
+    """`run` and `tune`: a config (or --demo), overrides, a name, --wait, Slurm's options."""
+    from . import run_options, slurm_options
+
     for name, help_text in (("run", "start a training run"), ("tune", "start a tuning run")):
         cmd = sub.add_parser(name, help=help_text)
         cmd.add_argument("config", nargs="?", help="TOML config file")
@@ -88,7 +105,11 @@ def build_parser() -> Parser:
         slurm_options.add_options(sub.choices[name])
     sub.choices["tune"].add_argument("--ray-address", default="", metavar="ADDR",
                                      help="join this Ray cluster (HOST:PORT or auto) instead of a local Ray")
-    from . import cli_manage, cli_trials
+
+
+def _add_lifecycle(sub: Any) -> None:
+    """`ls`, `stop`, `kill`, `resume`, `trials`, `compare` and `logs`."""
+    from . import cli_manage
 
     cli_manage.add_ls(sub)
     for name in ("stop", "kill"):
@@ -111,16 +132,6 @@ def build_parser() -> Parser:
     logs.add_argument("id")
     logs.add_argument("--follow", "-f", action="store_true", help="keep printing until the run ends")
     logs.add_argument("--json", action="store_true", help="events as JSON lines, exactly as logged")
-    cli_trials.add_parsers(sub)
-    cli_manage.add_parsers(sub)
-    COMMANDS.update(cli_manage.COMMANDS, **cli_trials.COMMANDS)
-    from . import cli_examples
-
-    cli_examples.add_parser(sub)
-    COMMANDS.update(cli_examples.COMMANDS)
-    COMMANDS["devices"] = __import__("trainconsole.console.cli_devices", fromlist=["*"]).add_parser(sub)
-    serve_options.add_options(sub.add_parser("serve", help="the console in a browser (a private URL)"))
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -92,3 +92,18 @@ def is_number(v: Any) -> bool:
 
 def show_number(v: float) -> str:
     return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(v)
+
+
+def checked(section: str, schema: dict[str, Field], key: str, value: Any) -> Any:
+    """`section.key`'s value, coerced and checked against its field (ConfigError naming it otherwise)."""
+    from .config_error import ConfigError
+
+    name = f"{section}.{key}"
+    spec = schema.get(key)
+    if spec is None:
+        raise ConfigError(name, "unknown key; allowed: " + ", ".join(schema))
+    value = spec.coerce(name, value)
+    problem = spec.problem(value)
+    if problem:
+        raise ConfigError(name, problem, value)
+    return value

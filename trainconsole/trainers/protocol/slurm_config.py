@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from .config_error import ConfigError
-from .config_field import Field
+from .config_field import Field, checked
 
 #: Slurm's time formats: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or no limit.
 TIME = re.compile(r"\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(:\d{1,2}){0,2}|UNLIMITED|INFINITE",
@@ -61,15 +61,7 @@ def validate_slurm(values: Any) -> dict[str, Any]:
     section = {k: list(f.default) if isinstance(f.default, list) else f.default
                for k, f in SLURM_SCHEMA.items()}
     for key, value in values.items():
-        name = f"slurm.{key}"
-        spec = SLURM_SCHEMA.get(key)
-        if spec is None:
-            raise ConfigError(name, "unknown key; allowed: " + ", ".join(SLURM_SCHEMA))
-        value = spec.coerce(name, value)
-        problem = spec.problem(value)
-        if problem:
-            raise ConfigError(name, problem, value)
-        section[key] = value
+        section[key] = checked("slurm", SLURM_SCHEMA, key, value)
     return section
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import machine
 from .config import SCHEMA, Config, ConfigError, apply_override, read, validate
-from .config_field import Field
+from .config_field import Field, checked
 from .config_values import MAX_COUNT, MAX_DEVICES, SEED_MAX, ray_address
 
 SEARCHERS = ("grid", "random", "optuna", "hyperopt", "bayesopt")
@@ -107,15 +107,7 @@ def _copy(v: Any) -> Any:
 
 
 def _check(key: str, value: Any) -> Any:
-    name = f"tune.{key}"
-    spec = TUNE_SCHEMA.get(key)
-    if spec is None:
-        raise ConfigError(name, "unknown key; allowed: " + ", ".join(TUNE_SCHEMA))
-    value = spec.coerce(name, value)
-    problem = spec.problem(value)
-    if problem:
-        raise ConfigError(name, problem, value)
-    return value
+    return checked("tune", TUNE_SCHEMA, key, value)
 
 
 def _check_tune(config: Config, tune: dict[str, Any]) -> None:
