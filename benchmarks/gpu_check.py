@@ -6,7 +6,9 @@ check is a real `python -m trainconsole.trainers RUN_DIR` run (small CNN, synthe
 and prints
 PASS / FAIL / SKIPPED with its figure: single on cuda:0; dp (one GPU: the single-device fallback and its
 warning); ddp over nccl (world size = GPU count); model_parallel with a stage per GPU; fp16 with a
-GradScaler; bf16; the NVML sampler's per-process reading mapped to the run; the devices pane drawing it.
+GradScaler; bf16; OOM recovery; batch_size = auto; weight histograms; a user's AMP script measured by the
+probe (gpu_check_scripts.py); the NVML sampler's per-process reading mapped to the run; the devices pane
+drawing it; the host's device snapshot naming the run.
 The report goes to docs/GPU.md (`--out`); a machine without a GPU never overwrites a GPU's report.
 Exit code: 1 if a check FAILed, else 0.
 """
@@ -33,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # runs from a checkout, installed or not
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling module, also when loaded by path
 
+from gpu_check_scripts import check_host_snapshot, check_script_probe  # noqa: E402
 from gpu_pane_text import pane_text, pane_text_without_textual  # noqa: E402
 
 from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402 (stdlib only)
@@ -243,30 +246,38 @@ def check_histograms(gpus: int) -> Result:
                    f"{len(layers)} tensors, {sum(counts):,} values")
 
 
+def check_probe(gpus: int) -> Result:
+    status, figure = check_script_probe(Path(os.environ["TRAINCONSOLE_HOME"]))
+    return Result("a script's AMP loop measured by the probe", status, figure)
+
+
 CHECKS: list[tuple[str, Callable[[int], Result]]] = [
     ("single on cuda:0", check_single), ("dp", check_dp), ("ddp over nccl", check_ddp),
     ("model_parallel", check_model_parallel), ("fp16 with GradScaler", check_fp16), ("bf16", check_bf16),
     ("CUDA OOM recovery under max_memory_mb", check_oom_recovery), ("batch_size = auto on the GPU",
                                                                     check_auto_batch),
     ("weight histogram events from CUDA tensors", check_histograms),
+    ("a script's AMP loop measured by the probe", check_probe),
 ]
+NVML_CHECKS = ("NVML sampler: per-process memory mapped to the run", "devices pane shows it",
+               "host device snapshot from NVML names the run")
 
 
 # -- NVML and the devices pane -----------------------------------------------------------------------------
 def check_nvml_and_pane(gpus: int) -> list[Result]:
     """The sampler's per-process reading of a live run, mapped to that run; then the pane drawing it."""
-    names = ("NVML sampler: per-process memory mapped to the run", "devices pane shows it")
+    names = NVML_CHECKS
     missing = [m for m in ("psutil", "pynvml") if not installed(m)]
     if missing:
         why = f"SKIPPED ({', '.join(missing)} not installed: pip install psutil nvidia-ml-py)"
-        return [Result(names[0], "SKIPPED", why), Result(names[1], "SKIPPED", why)]
+        return [Result(name, "SKIPPED", why) for name in names]
     sampled, label = sample_live_run()
     if isinstance(sampled, Result):
-        return [sampled, Result(names[1], "SKIPPED", "no reading to draw")]
-    devices, run_id, used = sampled
+        return [sampled, *(Result(name, "SKIPPED", "no live run") for name in names[1:])]
+    devices, run_id, used, snapshot = sampled
     first = Result(names[0], "PASS", f"run {run_id}: {used / 2**20:,.0f} MiB on GPU0") if used else Result(
         names[0], "FAIL", f"no GPU process of run {run_id} in NVML's list ({devices.note or 'no note'})")
-    return [first, pane_result(names[1], devices, {run_id: label}, label)]
+    return [first, pane_result(names[1], devices, {run_id: label}, label), Result(names[2], *snapshot)]
 
 
 def sample_live_run() -> tuple[Any, str]:
@@ -285,7 +296,11 @@ def sample_live_run() -> tuple[Any, str]:
         fams = families({run.id: (proc.pid, psutil.Process(proc.pid).create_time())})
         devices = NvmlSampler().sample(fams)
         used = sum(n for gpu in devices.gpus for rid, n in gpu.by_run if rid == run.id)
-        return (devices, run.id, used), "gpu-nvml"
+        try:
+            snapshot = check_host_snapshot(Path(os.environ["TRAINCONSOLE_HOME"]), run.id, proc.pid)
+        except Exception as e:  # noqa: BLE001 - a FAIL in the report, the other readings stand
+            snapshot = ("FAIL", f"{type(e).__name__}: {e}")
+        return (devices, run.id, used, snapshot), "gpu-nvml"
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -321,8 +336,7 @@ def machine() -> tuple[int, str]:
 
 
 def run_checks(gpus: int) -> list[Result]:
-    every = [name for name, _ in CHECKS] + ["NVML sampler: per-process memory mapped to the run",
-                                            "devices pane shows it"]
+    every = [name for name, _ in CHECKS] + list(NVML_CHECKS)
     if gpus <= 0:
         why = "(no GPU)" if gpus == 0 else "(torch cannot be imported)"
         return [Result(name, "SKIPPED", why) for name in every]
