@@ -94,6 +94,7 @@ def make_run(name: str, **sections: dict[str, Any]) -> RunDir:
     for section, values in (*BASE.items(), *sections.items()):
         config[section].update(values)
     root = Path(os.environ["TRAINCONSOLE_HOME"])
+    (root / "runs").mkdir(exist_ok=True)
     run = RunDir.create(root, new_run_id(name))
     run.config.write_text(dumps(config))
     run.info_path.write_text(json.dumps({"id": run.id, "name": name, "kind": "train"}))

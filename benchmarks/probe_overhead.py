@@ -71,6 +71,7 @@ def main() -> None:
             off.append(rate(home, args.steps, False, args.runner)[0])
             steps_per_s, probe_events = rate(home, args.steps, True, args.runner)
             on.append(steps_per_s)
+            print(f"no probe {off[-1]:.0f}, probe {on[-1]:.0f} steps/s", flush=True)
     a, b = statistics.median(on), statistics.median(off)
     pairs = statistics.median(x / y for x, y in zip(on, off, strict=True))
     print(f"probe {a:.0f} steps/s {[round(r) for r in on]}, no probe {b:.0f} steps/s "
