@@ -52,3 +52,17 @@ def test_auto_under_model_parallel_searches_with_the_model_placed_in_stages(tc_h
     assert train(run, timeout=240) == 0, run.stderr.read_text()[-2000:]
     started = events(run, "started")[0]
     assert started["batch_finder"]["trials"] and started["memory_cap"]["devices"] == ["cpu"]
+
+
+@pytest.mark.slow
+def test_auto_with_batch_norm_never_tries_a_batch_of_one(tc_home: Path) -> None:
+    """resnet18 on 3x8x8 images is down to one value per channel: a batch of one cannot train its batch
+    norm ("Expected more than 1 value per channel"); found on an H200 by `make gpu-check`."""
+    config = make_config(model={"name": "resnet18"},
+                         data={"name": "synthetic", "samples": 128, "shape": [3, 8, 8], "classes": 10},
+                         train={"batch_size": "auto", "epochs": 1, "max_steps": 2, "max_memory_mb": 400})
+    run = make_run(tc_home, config)
+    assert train(run, timeout=240) == 0, run.stderr.read_text()[-2000:]
+    started = events(run, "started")[0]
+    trials = started["batch_finder"]["trials"]
+    assert trials and min(batch for batch, _ in trials) >= 2 and started["batch_size"] >= 2

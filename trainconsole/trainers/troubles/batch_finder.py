@@ -1,9 +1,11 @@
 """`train.batch_size = "auto"`: before training, the largest per-process batch that fits.
 
-Doubles from 1 until a training step (forward, backward, optimizer step) runs out of memory or the
-batch reaches the process's share of the training set, then bisects between the last fit and the first
-failure, and keeps `MARGIN` of the result (memory varies from step to step). One step per trial (the
-Lightning finder takes 3; accelerate halves a failing batch instead of searching up).
+Doubles from 1 (2 for a model with batch norm: a batch of one cannot train it where a feature map is
+down to one value per channel, resnet18 at 32x32) until a training step (forward, backward, optimizer
+step) runs out of memory or the batch reaches the process's share of the training set, then bisects
+between the last fit and the first failure, and keeps `MARGIN` of the result (memory varies from step to
+step). One step per trial (the Lightning finder takes 3; accelerate halves a failing batch instead of
+searching up).
 
 It runs once, in a spawned child of the run's main process, before the strategy is built, on the device
 the run's first process will use and under `train.max_memory_mb`: every DDP rank then gets the
@@ -111,8 +113,8 @@ def find_apart(config: Config, device: torch.device, world: int) -> tuple[int, l
                 break
         else:
             fitted = [batch for batch, ok in trials if ok]
-            if fitted:
-                return max(1, int(max(fitted) * MARGIN)), trials
+            if fitted:  # never under the smallest batch that trained (2 for batch norm)
+                return max(min(fitted), int(max(fitted) * MARGIN)), trials
             raise FinderFailed(f"the batch finder found no batch that fits within {TIMEOUT_S:g} s")
     finally:
         if child.is_alive():
@@ -159,6 +161,7 @@ def find(config: Config, device: torch.device, world: int,
     if not cap_mb and device.type == "cpu":
         cap_mb = max(64, int(psutil.virtual_memory().available * AVAILABLE_SHARE) >> 20)
     trials: list[list[int]] = []
+    smallest = min(limit, smallest_batch(model))
 
     def fits(batch: int) -> bool:
         ok = _trial(model, optimizer, precision, pool, batch, device, cap_mb > 0)
@@ -168,13 +171,21 @@ def find(config: Config, device: torch.device, world: int,
         return ok
 
     with _capped(cap_mb, devices):
-        low = search(fits, limit)
-    return (max(1, int(low * MARGIN)) if low < limit else limit), trials
+        low = search(fits, limit, smallest)
+    return (max(smallest, int(low * MARGIN)) if low < limit else limit), trials
 
 
-def search(fits: Any, limit: int) -> int:
-    """The largest batch <= `limit` for which `fits(batch)` (0 if not even 1): double, then bisect."""
-    low, high = 0, 1
+def smallest_batch(model: torch.nn.Module) -> int:
+    """1, or 2 for a model with batch norm (batch statistics need two samples where a feature map is
+    one value per channel: "Expected more than 1 value per channel when training")."""
+    norms = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d, torch.nn.SyncBatchNorm)
+    return 2 if any(isinstance(m, norms) for m in model.modules()) else 1
+
+
+def search(fits: Any, limit: int, smallest: int = 1) -> int:
+    """The largest batch <= `limit` for which `fits(batch)` (0 if not even `smallest`): double from
+    `smallest`, then bisect."""
+    low, high = 0, smallest
     while high <= limit and fits(high):
         low, high = high, high * 2
     if low == 0:
