@@ -146,3 +146,23 @@ def test_a_config_with_a_script_table_is_a_script_run(home: Path, tmp_path: Path
     run_id = out.stdout.split()[0]
     assert of_type(home, run_id, "step")[0]["loss"] == 0.75
     assert of_type(home, run_id, "started")[0]["script"] == str(tmp_path / "train.py")
+
+
+def test_mnist_example_with_the_probe_has_its_optimizer_steps(home: Path, tmp_path: Path) -> None:
+    """The same script with the probe on (the default): each printed loss at the optimizer step it was
+    printed after (batch k of epoch e: step 6(e-1)+k+1), the epochs the script's own, 12 steps in all."""
+    out = cli("run", "--script", str(MNIST), "--wait", "--", "--epochs", "2", "--samples", "96",
+              "--batch-size", "16", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.splitlines()[0]
+    stdout = (home / "runs" / run_id / "stdout.log").read_text()
+    printed = re.findall(r"Train Epoch: (\d+) \[(\d+)/96 .*\tLoss: ([0-9.]+)", stdout)
+    text = [e for e in of_type(home, run_id, "step") if e.get("source") == "text"]
+    assert [(e["step"], e["epoch"], e["loss"]) for e in text] == [
+        (6 * (int(ep) - 1) + int(seen) // 16 + 1, int(ep), float(loss)) for ep, seen, loss in printed]
+    probe = [e for e in of_type(home, run_id, "step") if e.get("source") == "probe"]
+    assert probe[-1]["step"] == 12 and probe[-1]["epoch"] == 2
+    # epoch 1's test is an evaluation at step 6; epoch 2's comes after the last training step: a result
+    assert [e["step"] for e in of_type(home, run_id, "eval")] == [6]
+    (result,) = of_type(home, run_id, "result")
+    assert result["step"] == 12 and 0 <= result["test_acc"] <= 1

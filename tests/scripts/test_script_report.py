@@ -52,3 +52,36 @@ def test_report_is_a_silent_no_op_under_plain_python(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0 and out.stdout == "done\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.py"]
+
+
+TRAINED = """
+import time
+import torch
+from trainconsole.trainers import report
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(64, 8), torch.randn(64, 1)
+for i in range(1, 201):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    report(step=i, loss=loss)
+    time.sleep(0.003)
+"""
+
+
+def test_a_loss_the_script_reports_itself_is_one_series_with_the_probe_on(home: Path, tmp_path: Path) -> None:
+    """Issue 35: the probe measures the same steps; the script's own `loss` stays the only one."""
+    (tmp_path / "train.py").write_text(TRAINED)
+    out = cli("run", "--script", "train.py", "--wait", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    steps = of_type(home, out.stdout.split()[0], "step")
+    probe = [e for e in steps if e.get("source") == "probe"]
+    reported = [e for e in steps if "source" not in e]
+    assert probe and reported and probe[-1]["step"] == reported[-1]["step"] == 200
+    # measured, but not a second loss; the first record goes at step 1, before the script's first report()
+    assert probe[0]["step"] == 1 and all("loss" not in e and e["lr"] == 0.05 for e in probe[1:])
+    assert all("loss" in e for e in reported)

@@ -186,3 +186,20 @@ class TestView:
             run.apply(ev("step", step=i, loss=1.0))
         (line,) = plot_lines([run], 30)
         assert line.kind == "train" and len(line.xs) <= 60
+
+
+def test_a_script_runs_log_says_once_where_its_figures_come_from() -> None:
+    """Issue 35: the log pane says which numbers are measured (exact) and which are read from text."""
+    run = RunState("r")
+    run.apply(ev("started"))
+    for step in (1, 2, 3):
+        run.apply(ev("step", T0 + step, step=step, loss=1.0 / step, source="probe"))
+    run.apply(ev("eval", T0 + 4, step=3, val_acc=0.9, source="text"))
+    run.apply(ev("warning", T0 + 5, code="nonfinite_loss", message="the loss became nan at step 4",
+                 source="probe"))
+    run.apply(ev("step", T0 + 6, step=5, loss=0.5))  # our own trainer's events name no source
+    texts = [note.text for note in run.notes]
+    assert sum("measured in the script's process (exact)" in t for t in texts) == 1
+    assert sum("read from the script's printed lines" in t for t in texts) == 1
+    assert texts[-1].endswith("nan at step 4 (measured in the script's process)")
+    assert len(texts) == 4  # started, the two sources, the warning: nothing for a step without a source

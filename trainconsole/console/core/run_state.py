@@ -14,6 +14,7 @@ from trainconsole.console.core.history import Series
 from trainconsole.console.core.leaderboard import Search
 from trainconsole.console.core.weights import Weights
 from trainconsole.trainers.protocol import FINAL, Event, derive_status, in_queue
+from trainconsole.trainers.protocol.events import SOURCE_PROBE, SOURCE_TEXT
 from trainconsole.trainers.protocol.run_row import NOT_METRICS, RunRow, is_num
 from trainconsole.trainers.protocol.shapes import Mem
 
@@ -54,6 +55,7 @@ class RunState(RunRow):
     val_losses: Series = field(default_factory=Series)
     val_accs: Series = field(default_factory=Series)
     notes: deque[Note] = field(default_factory=lambda: deque(maxlen=200))
+    sources: set[str] = field(default_factory=set)  # where a script run's figures came from, noted once each
     oom_steps: list[float] = field(default_factory=list)  # marked on the plot
     weights: Weights = field(default_factory=Weights)  # the `histogram` events, for the weights view
     failure: dict[str, Any] | None = None
@@ -156,7 +158,23 @@ def _devices(devices: Any) -> str:
     return str(devices) if devices is not None else "?"
 
 
+#: The log pane's note the first time a script run's figures come from a source: which numbers are exact.
+SOURCE_NOTES = {
+    SOURCE_PROBE: "figures measured in the script's process (exact): step, epoch, loss, lr, samples, memory",
+    SOURCE_TEXT: "metrics read from the script's printed lines, at the step the probe stamped them",
+}
+
+
+def _source(run: RunState, e: Event, t: float) -> None:
+    """Say once, per source, where a script run's figures come from (`logs` shows each event's)."""
+    source = e.get("source")
+    if source in SOURCE_NOTES and source not in run.sources:
+        run.sources.add(source)
+        run.notes.append(Note(t, "info", SOURCE_NOTES[source]))
+
+
 def _step(run: RunState, e: Event, t: float) -> None:
+    _source(run, e, t)
     if isinstance(e.get("mem"), dict):
         run.mem = e["mem"]
     loss = e.get(run.loss_key or "loss")  # (`RunRow` has taken the step's loss)
@@ -171,6 +189,7 @@ def _step(run: RunState, e: Event, t: float) -> None:
 
 
 def _eval(run: RunState, e: Event, t: float) -> None:
+    _source(run, e, t)
     x = e.get("step", run.step if run.step is not None else e.get("epoch"))
     for key, series in (("val_loss", run.val_losses), ("val_acc", run.val_accs)):
         if _is_num(e.get(key)) and _is_num(x):
@@ -180,7 +199,9 @@ def _eval(run: RunState, e: Event, t: float) -> None:
 def _warning(run: RunState, e: Event, t: float) -> None:
     code = f"[{e['code']}] " if e.get("code") else ""
     paused = "paused: disk full; " if e.get("code") == "disk_full" else ""
-    run.notes.append(Note(t, "warning", paused + code + str(e.get("message", "")), str(e.get("hint") or "")))
+    measured = " (measured in the script's process)" if e.get("source") == SOURCE_PROBE else ""
+    run.notes.append(Note(t, "warning", paused + code + str(e.get("message", "")) + measured,
+                          str(e.get("hint") or "")))
 
 
 def _oom(run: RunState, e: Event, t: float) -> None:

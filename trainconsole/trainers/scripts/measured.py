@@ -132,6 +132,8 @@ class Measured:
             self.figures.nonfinite(record, who if self.ranks.get(pid) not in (None, "0") else "")
         elif kind == "exit" and self.main in (None, pid):
             self.figures.exit = record
+        elif kind == "reports":  # the script reports these itself (`report()`): its figures are the ones
+            self.figures.own = set(record.get("names") or ())
         if kind == "step" and pid == self.main:
             self.figures.record(record)
 

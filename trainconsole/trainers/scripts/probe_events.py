@@ -31,6 +31,7 @@ class ProbeFigures:
         self.received = 0.0  # when the last record came (samples/s between two)
         self.warned_nonfinite = False
         self.exit: dict[str, Any] | None = None
+        self.own: set[str] = set()  # the metrics the script reports itself: left out of the probe's events
 
     def record(self, rec: dict[str, Any]) -> None:
         """A `step` record: one `step` event when the step moved on."""
@@ -44,9 +45,10 @@ class ProbeFigures:
         if self.epochs:
             fields["epochs"] = self.epochs
         loss = rec.get("loss")
-        if isinstance(loss, (int, float)) and math.isfinite(loss):
+        if isinstance(loss, (int, float)) and math.isfinite(loss) and "loss" not in self.own:
             fields["loss"] = loss
-        lrs = rec.get("lr") or []
+        lrs = rec.get("lr") if "lr" not in self.own else None
+        lrs = lrs or []
         if lrs:
             fields["lr"] = lrs[0]
         if len(lrs) > 1:
@@ -61,7 +63,7 @@ class ProbeFigures:
         self.writer.emit(STEP, **fields, **({"mem": mem} if mem else {}))
         leak = self.leaks.observe(step, mem) if mem else None
         if leak:
-            self.writer.emit(WARNING, **leak)
+            self.writer.emit(WARNING, **leak, source=PROBE)
 
     def nonfinite(self, rec: dict[str, Any], who: str = "") -> None:
         """The first NaN/inf loss of the run, warned at its step with the explainer's hint."""

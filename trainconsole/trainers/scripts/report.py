@@ -14,6 +14,7 @@ between two calls of one.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import sys
 import time
@@ -23,6 +24,7 @@ from trainconsole.trainers.protocol.events import EventWriter
 
 ENV_EVENTS = "TRAINCONSOLE_EVENTS"
 ENV_RUN_ID = "TRAINCONSOLE_RUN_ID"
+ENV_PROBE_DIR = "TRAINCONSOLE_PROBE_DIR"  # the probe's channel (probe_channel.ENV_CHANNEL)
 INTERVAL_S = 0.1
 #: Metrics that describe an evaluation: written at once, never averaged.
 EVAL_PREFIXES = ("val_", "test_", "eval_")
@@ -42,6 +44,7 @@ class Reporter:
         self.step: int | None = None
         self.epoch: int | None = None
         self.due_at = time.monotonic() + interval
+        self.announced: set[str] = set()  # the training metrics the probe was told the script reports
 
     def __call__(self, step: int | None = None, epoch: int | None = None, **metrics: Any) -> None:
         """Record one report; write a `step` event when one is due and an `eval` event for val_* metrics."""
@@ -58,6 +61,9 @@ class Reporter:
         self.epoch = _whole(epoch) if epoch is not None else self.epoch
         if train:  # counted once, when its step began (a step written half way keeps its count)
             self.current |= train.keys()
+            if train.keys() - self.announced:
+                self.announced |= train.keys()
+                announce(self.announced)
             self._add(train)
         if evals:
             self.writer.emit("eval", **self._where(), **_floats(evals))
@@ -93,6 +99,24 @@ class Reporter:
 
     def _where(self) -> dict[str, Any]:
         return {k: v for k, v in (("step", self.step), ("epoch", self.epoch)) if v is not None}
+
+
+def announce(names: set[str]) -> None:
+    """Tell the probe (through its channel, as one of this process's records) which training metrics the
+    script reports itself: its step events then leave them out, so that a `loss` is never two series."""
+    folder = os.environ.get(ENV_PROBE_DIR)
+    if not folder:
+        return
+    line = json.dumps({"k": "reports", "names": sorted(names)}, separators=(",", ":")) + "\n"
+    try:
+        fd = os.open(os.path.join(folder, f"{os.getpid()}.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+                     0o644)
+        try:
+            os.write(fd, line.encode())  # one write of a whole line, as the probe's own records
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # the run's folder is gone: the script goes on
 
 
 def _detached(value: Any) -> Any:
