@@ -166,3 +166,38 @@ def test_mnist_example_with_the_probe_has_its_optimizer_steps(home: Path, tmp_pa
     assert [e["step"] for e in of_type(home, run_id, "eval")] == [6]
     (result,) = of_type(home, run_id, "result")
     assert result["step"] == 12 and 0 <= result["test_acc"] <= 1
+
+
+TENSORBOARD_TRAINING = """
+import time
+import torch
+from torch.utils.tensorboard import SummaryWriter
+
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+x, y = torch.randn(64, 8), torch.randn(64, 1)
+writer = SummaryWriter(flush_secs=1)
+for i in range(120):
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    writer.add_scalar("Loss/train", loss.item(), global_step=i)  # its own count, from 0
+    time.sleep(0.04)
+writer.close()
+"""
+
+
+def test_a_tensorboard_loss_beside_the_probe_is_one_series(home: Path, tmp_path: Path) -> None:
+    """Issue 35: once the script's own TensorBoard `loss` is read, the probe's step events leave theirs
+    out (they counted from 1 where the script's global_step counts from 0: two series one step apart)."""
+    (tmp_path / "train.py").write_text(TENSORBOARD_TRAINING)
+    out = cli("run", "--script", "train.py", "--wait", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    steps = of_type(home, out.stdout.split()[0], "step")
+    board = [e for e in steps if e.get("source") == "tensorboard"]
+    assert [e["step"] for e in board] == list(range(120)) and all("loss" in e for e in board)
+    first = board[0]["t"]
+    later = [e for e in steps if e.get("source") == "probe" and e["t"] > first]
+    assert later and later[-1]["step"] == 120 and all("loss" not in e for e in later)

@@ -141,7 +141,7 @@ class ScriptRun:
         pumps = [Pump(self.proc.stdout.fileno(), sys.stdout.fileno(), events.stdout),
                  Pump(self.proc.stderr.fileno(), sys.stderr.fileno(), events.stderr)]
         poller = ProbeTail(events.poll)
-        tails = file_tails(script, time.time(), self.writer.emit)
+        tails = file_tails(script, time.time(), self._structured(events))
         for thread in (*pumps, *tails, poller):
             thread.start()
         code = self.proc.wait()
@@ -154,6 +154,17 @@ class ScriptRun:
             tail.finish()
         self._final(code, events)
         return code
+
+    def _structured(self, events: OutputEvents) -> Any:
+        """How a structured log's reader (TensorBoard, Lightning CSV, MLflow) emits: a `loss` or `lr` it
+        reads is the script's own series, so the probe's step events leave it out from then on (else a
+        run has two `loss` series, e.g. a TensorBoard `global_step` from 0 beside the probe's count from
+        1)."""
+        def emit(kind: str, **fields: Any) -> None:
+            if kind == "step" and events.measured is not None:
+                events.measured.figures.own |= {"loss", "lr"} & fields.keys()
+            self.writer.emit(kind, **fields)
+        return emit
 
     @property
     def probe_folder(self) -> Path:
