@@ -63,7 +63,7 @@ class ProbeFigures:
         self.writer.emit(STEP, **fields, **({"mem": mem} if mem else {}))
         leak = self.leaks.observe(step, mem) if mem else None
         if leak:
-            self.writer.emit(WARNING, **leak, source=PROBE)
+            self.writer.emit(WARNING, **leak)  # (its `source` names the memory figure: RSS, CUDA)
 
     def nonfinite(self, rec: dict[str, Any], who: str = "") -> None:
         """The first NaN/inf loss of the run, warned at its step with the explainer's hint."""
