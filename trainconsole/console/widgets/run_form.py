@@ -1,7 +1,9 @@
 """The setup pane: the run config's main fields, checked as you type with the CLI's own validation.
 
 ctrl+t switches to the script form (a training script, its arguments, nproc, devices): the twin of
-`trainconsole run --script`. A loaded TOML with a `[script] path` opens in it.
+`trainconsole run --script`. A loaded TOML with a `[script] path` opens in it. It owns `o` and `w` (bound on
+the dashboard, whose footer and `?` show them): it asks for a path, then reads the config TOML there (posting
+`Loaded`) or writes the form's config there: the one file a widget reads or writes, the one the user named.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import copy
 import os
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
@@ -19,7 +22,10 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
-from trainconsole.trainers.protocol import SCHEMA, Config, ConfigError, apply_override, validate
+from trainconsole.console import demos
+from trainconsole.console.screens.path_screen import PathScreen
+from trainconsole.trainers.protocol import SCHEMA, Config, ConfigError, apply_override, dumps, load, validate
+from trainconsole.trainers.protocol import config as config_file
 from trainconsole.trainers.protocol.config_values import BUILTIN_DATASETS, BUILTIN_MODELS
 
 
@@ -72,6 +78,8 @@ SCRIPT_FIELDS: tuple[FormField, ...] = (
     FormField("script", "python", "python", "empty: the active environment's python, else trainconsole's"),
 )
 SHARED = (("strategy", "devices"),)
+#: The configs shipped with trainconsole: `w` never proposes to overwrite one.
+EXAMPLES = demos.FOLDER.resolve()
 
 
 def field_id(section: str, key: str) -> str:
@@ -90,9 +98,17 @@ class RunForm(VerticalScroll):
 
         config: Config
 
-    def __init__(self, config: Config, source: str, *, id: str | None = None, classes: str | None = None):
+    @dataclass
+    class Loaded(Message):
+        """`o` loaded a config file into the form."""
+
+        path: str
+
+    def __init__(self, config: Config, source: str, *, path: str = "", id: str | None = None,
+                 classes: str | None = None):
         super().__init__(id=id, classes=classes)
         self.base, self.source = copy.deepcopy(config), source
+        self.path = path  # the file the form was loaded from (or last saved to): `o` and `w` propose it
         self.script_mode = bool(config.get("script", {}).get("path"))
 
     @property
@@ -149,6 +165,53 @@ class RunForm(VerticalScroll):
             self.query_one(f"#{f.id}", Input).value = _field_text(config, f.section, f.key)
         self._show_rows()
         self.check()
+
+    def edit(self, config: Config, source: str, differs: list[str]) -> None:
+        """Fill the form from a run's config, its `differs` keys highlighted, the first of them focused."""
+        self.load(config, source)
+        shown = self.mark_differing(differs)
+        if shown:
+            self.query_one(f"#{shown[0]}").focus()
+
+    def focus_first(self) -> None:
+        """Put the cursor in the form's first field."""
+        self.query(Input).first().focus()
+
+    def ask_load(self) -> None:
+        """`o`: ask for a config TOML (proposing the form's file), then load it."""
+        self.app.push_screen(PathScreen("Load a run or tune config (TOML):", self.path), self.load_file)
+
+    def load_file(self, path: str | None) -> None:
+        """Fill the form from a run or tune config TOML (a bad one: its line in a toast); post `Loaded`."""
+        if not path:
+            return
+        try:
+            config = read_config(path)
+        except ConfigError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.path = path
+        self.load(config, path)
+        self.post_message(self.Loaded(path))
+
+    def ask_save(self) -> None:
+        """`w`: ask where to save the form's config (once it is valid), then save it there."""
+        if self.check() is None:
+            self.notify("fix the config first: see the setup pane", severity="error")
+            return
+        self.app.push_screen(PathScreen("Save the config as:", save_proposal(self.path)), self._save)
+
+    def _save(self, path: str | None) -> None:
+        config = self.check()
+        if not path or config is None:
+            return
+        try:
+            Path(path).expanduser().write_text(dumps(config))
+        except OSError as e:
+            self.notify(f"could not save {path}: {e.strerror}", severity="error")
+            return
+        self.path = path
+        self.notify(f"saved {path}")
 
     def _source_text(self) -> str:
         tune = self.base.get("tune") if self.tune_mode else None
@@ -225,6 +288,25 @@ class RunForm(VerticalScroll):
         config = self.check()
         if config is not None:
             self.post_message(self.Submitted(config))
+
+
+def read_config(path: str) -> Config:
+    """A run or tune config TOML, validated (ConfigError: one line naming the field)."""
+    from trainconsole.trainers.protocol.tune_config import load_tune  # (as `_validate_tune`)
+
+    return load_tune(path) if "tune" in config_file.read(path) else load(path)
+
+
+def save_proposal(path: str) -> str:
+    """Where `w` proposes to save the form: the file it was loaded from, unless that is a shipped example
+    (then a file of the same name in the working directory, or `NAME-mine.toml` beside it if that is one)."""
+    target = Path(path).expanduser().resolve()
+    if not target.is_relative_to(EXAMPLES):
+        return path
+    here = Path.cwd() / target.name
+    if here.resolve().is_relative_to(EXAMPLES) or here.resolve() == target:
+        here = Path.cwd() / f"{target.stem}-mine.toml"
+    return str(here)
 
 
 def _validate_tune(raw: dict[str, Any]) -> Config:
