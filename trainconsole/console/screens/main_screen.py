@@ -19,22 +19,20 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
-from trainconsole.console.control import Control, Refused
-from trainconsole.console.core.board import Board, View, weights_view
+from trainconsole.console.control import Control
+from trainconsole.console.core.board import Board, weights_view
 from trainconsole.console.core.compare import compare
 from trainconsole.console.core.leaderboard import Search, Trial, searched
-from trainconsole.console.core.plot import PlotLine, next_metric, plotted
+from trainconsole.console.core.plot import next_metric, plotted
 from trainconsole.console.core.selection import Selection
 from trainconsole.console.core.table_view import TableView
-from trainconsole.console.core.weights import Snapshot
 from trainconsole.console.filters import FilterError
-from trainconsole.console.screens.confirm_screen import ConfirmScreen
 from trainconsole.console.screens.frames import Frames
 from trainconsole.console.screens.help_screen import show_help
 from trainconsole.console.screens.keys import KEYS, MARK_SEARCH, PANE_KEYS, RANK, RARE_ACTIONS, WHY, WHY_NOT
+from trainconsole.console.screens.panes import Panes
 from trainconsole.console.screens.run_commands import RunCommands
 from trainconsole.console.screens.table_reads import TableReads
-from trainconsole.console.services.gpu import Devices
 from trainconsole.console.widgets.filter_line import FilterLine
 from trainconsole.console.widgets.gpu_bars import GpuBars
 from trainconsole.console.widgets.host_groups import HostGroups
@@ -45,7 +43,7 @@ from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 from trainconsole.console.widgets.weight_histogram import WeightHistogram
 from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import Config, RunDir, hosts
+from trainconsole.trainers.protocol import Config, RunDir
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
@@ -54,11 +52,6 @@ VERY_WIDE = 160
 
 #: The keys that fit some selections and not others (see `MainScreen.check_action`).
 SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare", "metric")
-
-
-def runs_named(ids: list[str]) -> str:
-    """`run ID` for one run, `N runs` for more."""
-    return f"run {ids[0]}" if len(ids) == 1 else f"{len(ids)} runs"
 
 
 class MainScreen(Screen[None]):
@@ -109,6 +102,9 @@ class MainScreen(Screen[None]):
             self.query_one(f"#{name}").border_title = title
         self.show_pane("runs")
         self.reads.start(self.query_one(RunsTable))
+        q = self.query_one  # (the panes it composed, handed to what draws into them)
+        self.frames.panes = Panes(self, q(RunsTable), q(RunLog), q(GpuBars), q(HostGroups), q("#devices"),
+                                  q(Leaderboard), q(LossPlot), q(WeightHistogram))
 
     @property
     def path(self) -> str:
@@ -128,12 +124,7 @@ class MainScreen(Screen[None]):
 
     def refused(self, action: str) -> bool:
         """Whether the control layer refuses `action` in this session (then it is said in a toast)."""
-        try:
-            self.control.check(action)
-        except Refused as e:
-            self.notify(str(e), severity="warning")
-            return True
-        return False
+        return self.commands.refused(action)
 
     def show_pane(self, name: str) -> None:
         """Bring a pane forward (narrow) and focus it where it takes focus."""
@@ -160,54 +151,9 @@ class MainScreen(Screen[None]):
         if name in PANES and name != self.pane:
             self.show_pane(name)
 
-    def show_view(self, view: View) -> None:
-        """Put one frame's data into the panes; parts that did not change are left alone."""
-        self.query_one(RunsTable).show_rows(view.rows, self.board.runs, self.clock(), view.selected)
-        # runs of several hosts in the home: the memory bars are this host's alone
-        title = f"devices: this host, {hosts.this_host()}" if len(view.hosts) > 1 else "devices"
-        if self.query_one("#devices").border_title != title:
-            self.query_one("#devices").border_title = title
-        if view.log is not None:
-            self.query_one(RunLog).show(view.log)
-        if view.mem is not None:
-            self.query_one(GpuBars).show_run(view.mem.label, view.mem.mem)
-        if view.log is not None:  # the selected run's panes were redrawn: a tune run has a leaderboard
-            self.set_class(view.trials is not None, "-tune")
-        if view.trials is not None:
-            self.query_one(Leaderboard).update_rows(view.trials)
-
-    def show_plot(self, lines: list[PlotLine], title: str, any_runs: bool) -> None:
-        """Draw the plot's lines (or say why there are none)."""
-        empty = "no data yet" if any_runs else "no runs yet: press l to launch the demo"
-        self.query_one(LossPlot).show(lines, title, empty)
-
-    def show_weights(self, history: list[Snapshot], title: str, on: bool) -> None:
-        """Show (or hide again) the weights view in the plot's place, with one layer's histograms."""
-        self.set_class(on, "-weights")
-        if on:
-            self.query_one(WeightHistogram).show(history, title, "this run has no weight histograms yet")
-
     def show_devices(self) -> None:
-        """Draw the app's latest device sample (if any), with the runs' labels as the table shows them."""
-        devices: Devices | None = getattr(self.app, "devices", None)
-        if devices is not None:
-            self.query_one(GpuBars).show(devices, self.frames.labels)
-            others = getattr(self.app, "other_hosts", ())  # other hosts' devices (issue 37)
-            self.query_one(HostGroups).show(hosts.this_host(), devices, others, self.frames.labels,
-                                            self.clock())
-
-    def show_importance(self, text: str) -> None:
-        """Put the parameter importance of the shown search under its trials."""
-        self.query_one(Leaderboard).show_importance(text)
-
-    def select_run(self, run_id: str) -> None:
-        """Move the runs table's cursor to this run."""
-        self.query_one(RunsTable).select(run_id)
-
-    @property
-    def plot_width(self) -> int:
-        """Columns the plot has to draw in."""
-        return self.query_one(LossPlot).size.width
+        """Draw the app's latest device sample (the app calls this when a new one comes)."""
+        self.frames.draw_devices()
 
     @property
     def table_view(self) -> TableView:
@@ -254,44 +200,21 @@ class MainScreen(Screen[None]):
             self.notify("no run selected", severity="warning")
         return [self.control.run(run_id) for run_id in ids]
 
-    def _confirmed(self, question: str, act: Callable[[], None]) -> None:
-        self.app.push_screen(ConfirmScreen(question), lambda yes: act() if yes else None)
-
     def action_stop(self) -> None:
-        """Ask the runs to checkpoint and stop (more than one: after a confirm)."""
-        found = self.chosen_runs()
-        if len(found) == 1:
-            self.notify(f"stopping {found[0].id}: it checkpoints, then exits")
-            self.commands.stop(found)
-        elif found and not self.refused("stop"):
-            question = f"Stop {len(found)} runs?\nEach checkpoints, then exits."
-            self._confirmed(question, lambda: self.commands.stop(found))
+        """Ask the marked (else the selected) runs to checkpoint and stop."""
+        self.commands.stop(self.chosen_runs())
 
     def action_kill(self) -> None:
-        """Kill the runs and all their processes, after a confirm (none for what would be refused)."""
-        found = self.chosen_runs()
-        if found and not self.refused("kill"):
-            one = len(found) == 1
-            question = f"Kill {runs_named([run.id for run in found])} and every process " \
-                       f"{'it' if one else 'they'} started?\n{'It' if one else 'They'} will not checkpoint."
-            self._confirmed(question, lambda: self.commands.kill(found))
+        """Kill the marked (else the selected) runs and all their processes, after a confirm."""
+        self.commands.kill(self.chosen_runs())
 
     def action_resume(self) -> None:
-        """Start the runs again from their last checkpoints (more than one: after a confirm)."""
-        found = self.chosen_runs()
-        if len(found) == 1:
-            self.commands.resume(found)
-        elif found and not self.refused("resume"):
-            self._confirmed(f"Resume {len(found)} runs from their last checkpoints?",
-                            lambda: self.commands.resume(found))
+        """Start the marked (else the selected) runs again from their last checkpoints."""
+        self.commands.resume(self.chosen_runs())
 
     def action_delete(self) -> None:
-        """Move the runs to the home's trash, after a confirm."""
-        found = self.chosen_runs()
-        if found:
-            question = f"Move {runs_named([run.id for run in found])} to the trash?\n" \
-                       "`trainconsole restore ID` brings a run back."
-            self._confirmed(question, lambda: self.commands.delete(found))
+        """Move the marked (else the selected) runs to the home's trash, after a confirm."""
+        self.commands.delete(self.chosen_runs())
 
     def action_launch(self) -> None:
         """Launch the form's config as a new run."""
@@ -300,9 +223,7 @@ class MainScreen(Screen[None]):
         if config is None:
             self.notify("the config has a problem: see the setup pane", severity="error")
             self.show_pane("setup")
-            bad = form.first_error()
-            if bad is not None:
-                bad.focus()
+            form.focus_first_error()
             return
         self.commands.launch(config)
 
@@ -341,10 +262,8 @@ class MainScreen(Screen[None]):
         """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
         found = self._selected_search()
         trial_id = self.query_one(Leaderboard).selected_trial if found else None
-        if found is None or trial_id is None or self.refused("stop a trial"):  # (a UI-thread call)
-            return
-        self.control.stop_trial(found[0], trial_id)
-        self.notify(f"asked trial #{found[1].trials[trial_id].number} to stop; the search goes on")
+        if found is not None and trial_id is not None:
+            self.commands.stop_trial(found[0], trial_id, found[1].trials[trial_id].number)
 
     def action_train_trial(self) -> None:
         """Train the selected trial's config (or the best trial's) as a full run."""
@@ -512,5 +431,5 @@ class MainScreen(Screen[None]):
         except protocol.ConfigError as e:
             self.notify(f"cannot edit {run_id}: {e}", severity="error", timeout=8)
             return
-        self.query_one(RunForm).edit(config, f"run {run_id}: edit, then enter (or esc, l) launches", differs)
         self.show_pane("setup")
+        self.query_one(RunForm).edit(config, f"run {run_id}: edit, then enter (or esc, l) launches", differs)

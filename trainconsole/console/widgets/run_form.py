@@ -266,6 +266,12 @@ class RunForm(VerticalScroll):
         """The first field with a problem, to focus it."""
         return next(iter(self.query("Input.-invalid").results(Input)), None)
 
+    def focus_first_error(self) -> None:
+        """Put the cursor in the first field with a problem (if one has)."""
+        bad = self.first_error()
+        if bad is not None:
+            bad.focus()
+
     def mark_differing(self, keys: list[str]) -> list[str]:
         """Highlight the rows of these `section.key`s (the compare view's differing keys) and no others;
         returns the ids of the fields highlighted (those the form has)."""
