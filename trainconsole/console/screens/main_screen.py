@@ -12,6 +12,7 @@ back). A pane's own keys are the pane's methods: the runs table sorts, filters a
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from textual import events
 from textual.app import ComposeResult
@@ -31,19 +32,21 @@ from trainconsole.console.screens.frames import Frames
 from trainconsole.console.screens.help_screen import show_help
 from trainconsole.console.screens.keys import KEYS, MARK_SEARCH, PANE_KEYS, RANK, RARE_ACTIONS, WHY, WHY_NOT
 from trainconsole.console.screens.panes import Panes
+from trainconsole.console.screens.path_screen import PathScreen
 from trainconsole.console.screens.run_commands import RunCommands
 from trainconsole.console.screens.table_reads import TableReads
+from trainconsole.console.widgets.ask_line import AskLine
 from trainconsole.console.widgets.filter_line import FilterLine
 from trainconsole.console.widgets.gpu_bars import GpuBars
 from trainconsole.console.widgets.host_groups import HostGroups
 from trainconsole.console.widgets.leaderboard import Leaderboard
 from trainconsole.console.widgets.loss_plot import LossPlot
-from trainconsole.console.widgets.run_form import RunForm, read_config
+from trainconsole.console.widgets.run_form import RunForm
 from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 from trainconsole.console.widgets.weight_histogram import WeightHistogram
 from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import Config, RunDir
+from trainconsole.trainers.protocol import Config, RunDir, tune_config
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
@@ -151,9 +154,11 @@ class MainScreen(Screen[None]):
         if name in PANES and name != self.pane:
             self.show_pane(name)
 
-    def show_devices(self) -> None:
-        """Draw the app's latest device sample (the app calls this when a new one comes)."""
+    def show_devices(self) -> bool:
+        """Draw the app's latest device sample (the app calls this when a new one comes); whether the
+        devices pane shows (other hosts' devices are read only while it does)."""
         self.frames.draw_devices()
+        return self.query_one("#devices").region.area > 0
 
     @property
     def table_view(self) -> TableView:
@@ -393,18 +398,37 @@ class MainScreen(Screen[None]):
         if not self.refused("loading a config"):
             self.query_one(RunForm).ask_load()
 
-    def _load(self, path: str) -> None:
-        """Fill the form from a config TOML (as `o` does once its path is typed)."""
-        self.query_one(RunForm).load_file(path)
+    def on_run_form_load_asked(self, event: RunForm.LoadAsked) -> None:
+        """Read the file asked for into the form."""
+        self._load(event.path)
 
-    def on_run_form_loaded(self, event: RunForm.Loaded) -> None:
-        """A config was loaded: show it."""
+    def _load(self, path: str) -> None:
+        try:
+            config = tune_config.load_any(path)
+        except protocol.ConfigError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.query_one(RunForm).load(config, path, path=path)
         self.show_pane("setup")
 
     def action_save(self) -> None:
         """Save the form's config as TOML."""
         if not self.refused("saving a config"):
             self.query_one(RunForm).ask_save()
+
+    def on_run_form_save_asked(self, event: RunForm.SaveAsked) -> None:
+        """Write the file asked for."""
+        try:
+            Path(event.path).expanduser().write_text(protocol.dumps(event.config))
+        except OSError as e:
+            self.notify(f"could not save {event.path}: {e.strerror}", severity="error")
+            return
+        self.query_one(RunForm).path = event.path
+        self.notify(f"saved {event.path}")
+
+    def on_ask_line(self, event: AskLine) -> None:
+        """A pane asks for a line (a path, tags, a note): the dialog, its answer back to the pane."""
+        self.app.push_screen(PathScreen(event.prompt, event.text, empty_ok=event.empty_ok), event.answer)
 
     def action_compare(self) -> None:
         """Compare the runs marked with space (two or more); its `e` fills the form from one of them."""
@@ -427,7 +451,7 @@ class MainScreen(Screen[None]):
             return
         run_id, differs = choice
         try:
-            config = read_config(self.control.run(run_id).config)
+            config = tune_config.load_any(self.control.run(run_id).config)
         except protocol.ConfigError as e:
             self.notify(f"cannot edit {run_id}: {e}", severity="error", timeout=8)
             return

@@ -2,8 +2,8 @@
 
 ctrl+t switches to the script form (a training script, its arguments, nproc, devices): the twin of
 `trainconsole run --script`. A loaded TOML with a `[script] path` opens in it. It owns `o` and `w` (bound on
-the dashboard, whose footer and `?` show them): it asks for a path, then reads the config TOML there (posting
-`Loaded`) or writes the form's config there: the one file a widget reads or writes, the one the user named.
+the dashboard, whose footer and `?` show them): it asks for a path (`AskLine`), proposing the file it was
+loaded from (never a shipped example), and posts `LoadAsked` or `SaveAsked`; the dashboard reads or writes.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
 from trainconsole.console import demos
-from trainconsole.console.screens.path_screen import PathScreen
-from trainconsole.trainers.protocol import SCHEMA, Config, ConfigError, apply_override, dumps, load, validate
-from trainconsole.trainers.protocol import config as config_file
+from trainconsole.console.widgets.ask_line import AskLine
+from trainconsole.trainers.protocol import SCHEMA, Config, ConfigError, apply_override, validate
 from trainconsole.trainers.protocol.config_values import BUILTIN_DATASETS, BUILTIN_MODELS
 
 
@@ -99,10 +98,17 @@ class RunForm(VerticalScroll):
         config: Config
 
     @dataclass
-    class Loaded(Message):
-        """`o` loaded a config file into the form."""
+    class LoadAsked(Message):
+        """`o` answered: load the config TOML at `path` into the form."""
 
         path: str
+
+    @dataclass
+    class SaveAsked(Message):
+        """`w` answered: save the form's (valid) config as TOML at `path`."""
+
+        path: str
+        config: Config
 
     def __init__(self, config: Config, source: str, *, path: str = "", id: str | None = None,
                  classes: str | None = None):
@@ -156,9 +162,10 @@ class RunForm(VerticalScroll):
             if f.id not in shown:
                 self.query_one(f"#{f.id}-error", Label).display = False
 
-    def load(self, config: Config, source: str) -> None:
-        """Fill the form from a (validated) config."""
+    def load(self, config: Config, source: str, path: str | None = None) -> None:
+        """Fill the form from a (validated) config; `path`: the file it came from (`o` and `w` propose it)."""
         self.base, self.source = copy.deepcopy(config), source
+        self.path = self.path if path is None else path
         self.script_mode = bool(config.get("script", {}).get("path"))
         self.query_one("#form-source", Static).update(self._source_text())
         for f in FIELDS + SCRIPT_FIELDS:
@@ -169,7 +176,7 @@ class RunForm(VerticalScroll):
     def edit(self, config: Config, source: str, differs: list[str]) -> None:
         """Fill the form from a run's config, its `differs` keys highlighted, the first of them focused."""
         self.load(config, source)
-        shown = self.mark_differing(differs)
+        shown = self.highlight_differing(differs)
         if shown:
             self.query_one(f"#{shown[0]}").focus()
 
@@ -178,40 +185,25 @@ class RunForm(VerticalScroll):
         self.query(Input).first().focus()
 
     def ask_load(self) -> None:
-        """`o`: ask for a config TOML (proposing the form's file), then load it."""
-        self.app.push_screen(PathScreen("Load a run or tune config (TOML):", self.path), self.load_file)
+        """`o`: ask for a config TOML (proposing the form's file), then post `LoadAsked`."""
+        def answer(path: str | None) -> None:
+            if path:
+                self.post_message(self.LoadAsked(path))
 
-    def load_file(self, path: str | None) -> None:
-        """Fill the form from a run or tune config TOML (a bad one: its line in a toast); post `Loaded`."""
-        if not path:
-            return
-        try:
-            config = read_config(path)
-        except ConfigError as e:
-            self.notify(str(e), severity="error", timeout=8)
-            return
-        self.path = path
-        self.load(config, path)
-        self.post_message(self.Loaded(path))
+        self.post_message(AskLine("Load a run or tune config (TOML):", self.path, answer))
 
     def ask_save(self) -> None:
-        """`w`: ask where to save the form's config (once it is valid), then save it there."""
+        """`w`: ask where to save the form's config (once it is valid), then post `SaveAsked`."""
         if self.check() is None:
             self.notify("fix the config first: see the setup pane", severity="error")
             return
-        self.app.push_screen(PathScreen("Save the config as:", save_proposal(self.path)), self._save)
 
-    def _save(self, path: str | None) -> None:
-        config = self.check()
-        if not path or config is None:
-            return
-        try:
-            Path(path).expanduser().write_text(dumps(config))
-        except OSError as e:
-            self.notify(f"could not save {path}: {e.strerror}", severity="error")
-            return
-        self.path = path
-        self.notify(f"saved {path}")
+        def answer(path: str | None) -> None:
+            config = self.check()
+            if path and config is not None:
+                self.post_message(self.SaveAsked(path, config))
+
+        self.post_message(AskLine("Save the config as:", save_proposal(self.path), answer))
 
     def _source_text(self) -> str:
         tune = self.base.get("tune") if self.tune_mode else None
@@ -272,7 +264,7 @@ class RunForm(VerticalScroll):
         if bad is not None:
             bad.focus()
 
-    def mark_differing(self, keys: list[str]) -> list[str]:
+    def highlight_differing(self, keys: list[str]) -> list[str]:
         """Highlight the rows of these `section.key`s (the compare view's differing keys) and no others;
         returns the ids of the fields highlighted (those the form has)."""
         for row in self.query(".field"):
@@ -294,13 +286,6 @@ class RunForm(VerticalScroll):
         config = self.check()
         if config is not None:
             self.post_message(self.Submitted(config))
-
-
-def read_config(path: str) -> Config:
-    """A run or tune config TOML, validated (ConfigError: one line naming the field)."""
-    from trainconsole.trainers.protocol.tune_config import load_tune  # (as `_validate_tune`)
-
-    return load_tune(path) if "tune" in config_file.read(path) else load(path)
 
 
 def save_proposal(path: str) -> str:

@@ -1,7 +1,8 @@
 """The runs pane: one row per run, updated cell by cell so that a slow link only carries what changed.
 
 It owns its keys and its view of the board's rows (`TableView`: the filter's runs, the sort column, each
-run's tags and note): `>` `<` and a click on a header sort it, `#` and `a` ask for a run's tags and note.
+run's tags and note): `>` `<` and a click on a header sort it, `#` and `a` ask for a run's tags and note
+(`AskLine`).
 Its bindings are the dashboard's (they show in its footer and `?`), whose handlers call the methods here.
 It posts what the dashboard acts on: `Rearranged` (the rows to show changed: draw a frame), `TagsTyped`
 and `NoteTyped` (carried out through the control layer).
@@ -21,7 +22,7 @@ from trainconsole.console.core.board import Row
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
 from trainconsole.console.core.run_state import RunState
 from trainconsole.console.core.table_view import TableView
-from trainconsole.console.screens.path_screen import PathScreen
+from trainconsole.console.widgets.ask_line import AskLine
 from trainconsole.console.widgets.cell_table import DRAWN_CELLS, DRAWN_LINES, Cell, CellTable
 
 __all__ = ["DRAWN_CELLS", "DRAWN_LINES", "Cell", "RunsTable", "tagged"]
@@ -184,7 +185,7 @@ class RunsTable(CellTable):
                                                  [t for t in old if t not in new]))
 
         prompt = f"Tags of {run_id} (space-separated; the run gets exactly these):"
-        self.app.push_screen(PathScreen(prompt, " ".join(old), empty_ok=True), answer)
+        self.post_message(AskLine(prompt, " ".join(old), answer, empty_ok=True))
 
     def ask_note(self, run_id: str) -> None:
         """`a`: ask for the run's note (empty removes it), then post `NoteTyped`."""
@@ -193,7 +194,7 @@ class RunsTable(CellTable):
                 self.post_message(self.NoteTyped(run_id, text))
 
         prompt = f"Note of {run_id} (empty removes it):"
-        self.app.push_screen(PathScreen(prompt, self.table_view.notes.get(run_id, ""), empty_ok=True), answer)
+        self.post_message(AskLine(prompt, self.table_view.notes.get(run_id, ""), answer, empty_ok=True))
 
     # -- what the dashboard's reads found: the filter's runs, tags and notes ---------------------------
 
