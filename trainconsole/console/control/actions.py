@@ -181,6 +181,10 @@ class Control:
         """Whether the run's process lives (on another host: whether its heartbeat is fresh)."""
         return hosts.alive(run.path, info)
 
+    def valid_config(self, run: RunDir) -> Config:
+        """The run's config, validated as a launch takes it (a run or a tune config; ConfigError)."""
+        return tune_config.load_any(run.config)
+
     def config(self, run: RunDir) -> dict[str, Any]:
         """The run's config.toml as written ({} when unreadable: it is compared on its results alone)."""
         try:

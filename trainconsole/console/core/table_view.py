@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainconsole.console.core.board import Row
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP
-from trainconsole.console.core.run_state import RunState
+
+if TYPE_CHECKING:  # (the first frame's empty table holds a TableView: it loads no board)
+    from trainconsole.console.core.board import Row
+    from trainconsole.console.core.run_state import RunState
 
 SORTABLE = tuple(key for key, _ in (*COLUMNS, HOST_COLUMN))
 #: Columns whose natural order is largest first (a sort by them starts there).

@@ -1,12 +1,12 @@
 """The dashboard: setup, runs, plot, devices and log panes; side by side when wide, tabs when narrow.
 
 Its keys are bound here (`keys.py`: they make its footer and `?`); each handler is short. A key that acts on
-runs takes `Selection.targets` (the marked runs, else the cursor's), asks when it should (`ConfirmScreen`)
-and goes through the control layer (`RunCommands`, in thread workers, which post `Done` and `Launched`
-back). A pane's own keys are the pane's methods: the runs table sorts, filters and asks for tags and notes
-(`RunsTable`), the form asks where to load and save (`RunForm`), the leaderboard says which trial
-(`Leaderboard`); each posts what the screen carries out. `Frames` draws the app's board onto it, and
-`TableReads` reads the table's tags, notes and filter matches.
+runs takes `Selection.targets` (the marked runs, else the cursor's) and hands them to `RunCommands`, which
+asks for a confirm where one is due and calls the control layer in thread workers (they post `Done` and
+`Launched` back). A pane's own keys are the pane's methods: the runs table sorts and asks for tags and
+notes (`RunsTable`), the form asks where to load and save (`RunForm`), the leaderboard says which trial
+(`Leaderboard`); each posts what the screen carries out (`AskLine`: a line to ask for). `Frames` draws the
+app's board into the `Panes`, and `TableReads` reads the table's tags, notes and filter matches.
 """
 
 from __future__ import annotations
@@ -451,7 +451,7 @@ class MainScreen(Screen[None]):
             return
         run_id, differs = choice
         try:
-            config = tune_config.load_any(self.control.run(run_id).config)
+            config = self.control.valid_config(self.control.run(run_id))
         except protocol.ConfigError as e:
             self.notify(f"cannot edit {run_id}: {e}", severity="error", timeout=8)
             return

@@ -20,13 +20,13 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import Row as DataRow
 from textual.widgets.data_table import RowKey
 
+from trainconsole.console.widgets.cell_shape import Shape
+
 if TYPE_CHECKING:
     from textual._types import SegmentLines
     from textual.geometry import Region
 
-from trainconsole.console.widgets.cell_shape import Shape
-
-Row = tuple[str, tuple[str, ...]]
+    from trainconsole.console.core.board import Row
 
 #: Rendered cells kept, and cell shapes (see `Shape`): a screenful's, several times over; past it they are
 #: made afresh.

@@ -11,6 +11,7 @@ and `NoteTyped` (carried out through the control layer).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import events
@@ -18,18 +19,18 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
-from trainconsole.console.core.board import Row
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
-from trainconsole.console.core.run_state import RunState
 from trainconsole.console.core.table_view import TableView
 from trainconsole.console.widgets.ask_line import AskLine
-from trainconsole.console.widgets.cell_table import DRAWN_CELLS, DRAWN_LINES, Cell, CellTable
+from trainconsole.console.widgets.cell_table import CellTable
 
-__all__ = ["DRAWN_CELLS", "DRAWN_LINES", "Cell", "RunsTable", "tagged"]
+if TYPE_CHECKING:  # (the first frame's empty table loads no board)
+    from trainconsole.console.core.board import Row
+    from trainconsole.console.core.run_state import RunState
 
 #: The table's keys that the footer has no room for, on the runs pane's bottom border.
 TABLE_KEYS = "/ filter · > sort · # tag · a note"
-
+#: Fixed widths of every column but "run", which takes the rest of the width.
 WIDTHS = {"status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
 #: The host column's width, shown only when the rows carry a host (the home holds more than one).
 HOST_WIDTH = 12
@@ -222,7 +223,7 @@ class RunsTable(CellTable):
         self.table_view.notes.update(notes)
         self.post_message(self.Rearranged())
 
-    # -- its rows -------------------------------------------------------------------------------------
+    # -- its columns' widths --------------------------------------------------------------------------
 
     def _fit_status(self, rows: list[Row]) -> None:
         """Widen the status column for a long status (`paused: disk full`), back when it is gone."""
