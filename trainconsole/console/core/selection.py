@@ -10,7 +10,7 @@ from trainconsole.console.core.board import RANKINGS, Board
 
 @dataclass
 class Selection:
-    """The dashboard's view state (no Textual, no I/O)."""
+    """What the dashboard shows and which runs its keys take (no Textual, no I/O)."""
 
     selected: str | None = None
     marked: list[str] = field(default_factory=list)

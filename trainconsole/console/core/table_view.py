@@ -21,7 +21,7 @@ LARGEST_FIRST = frozenset({"acc", "rate", "elapsed", "epoch"})
 
 @dataclass
 class TableView:
-    """The runs table's own view state: the filter's runs (None: every run), the sort column (None: the
+    """What the runs table shows of the rows: the filter's runs (None: every run), the sort column (None: the
     board's ranking, `b`), its direction, and each run's tags and note (from its meta.json)."""
 
     shown: set[str] | None = None

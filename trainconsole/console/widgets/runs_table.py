@@ -135,9 +135,9 @@ class RunsTable(CellTable):
         """One frame's rows, as this table's view shows them (filtered, sorted, tagged), and the selected
         run's tags and note in the title."""
         self.update_rows(self.table_view.arrange(rows, runs, now))
-        self.show_meta_of(selected)
+        self.show_title(selected)
 
-    def show_meta_of(self, run_id: str | None) -> None:
+    def show_title(self, run_id: str | None) -> None:
         """The selected run's tags and note, whole, in the pane's title (the run column has room for a few
         letters of them at 80x24), after the filter if one is on."""
         view = self.table_view
