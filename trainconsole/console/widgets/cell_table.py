@@ -1,8 +1,8 @@
 """A `DataTable` that keeps what it drew: each cell by its text and place, each body line by its cells, and a
 plain cell's new text (a live loss) drawn from the styles Rich gave a one-character template at that place
 (`Shape`), not through Rich. The runs table is one; `tests/console/test_table_cells.py` holds every line to
-DataTable's own drawing. It uses Textual's private `_segment_tools` and DataTable's internals (pyproject pins
-the Textual it was written against)."""
+DataTable's own drawing. It uses Textual's private `_segment_tools` and DataTable's internals (pyproject holds
+Textual to the 8.2 line it was written against)."""
 
 from __future__ import annotations
 
