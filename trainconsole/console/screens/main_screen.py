@@ -22,7 +22,6 @@ from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
 from trainconsole.console.control import Control
 from trainconsole.console.core.board import Board, weights_view
-from trainconsole.console.core.compare import compare
 from trainconsole.console.core.leaderboard import Search, Trial, searched
 from trainconsole.console.core.plot import next_metric, plotted
 from trainconsole.console.core.selection import Selection
@@ -432,6 +431,7 @@ class MainScreen(Screen[None]):
 
     def action_compare(self) -> None:
         """Compare the runs marked with space (two or more); its `e` fills the form from one of them."""
+        from trainconsole.console.core.compare import compare
         from trainconsole.console.screens.compare_screen import CompareScreen
 
         ids = self.selection.compared(self.board)
