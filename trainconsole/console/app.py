@@ -246,8 +246,7 @@ class TrainConsole(App[None]):
         self.devices = devices
         self.other_hosts = self.other_hosts if others is None else others
         if self.screen_stack and self.dashboard:
-            self.devices_shown = self.main.query_one("#devices").region.area > 0
-            self.main.show_devices()
+            self.devices_shown = self.main.show_devices()
 
     # -- workers and quitting ---------------------------------------------------------------------------
 

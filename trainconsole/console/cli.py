@@ -305,7 +305,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     found = [find_run(i) for i in args.ids]
     if len({r.id for r in found}) < 2:
         fail("id: compare takes two or more different runs (see trainconsole ls)")
-    report = with_tags_and_notes(compare.to_json(compare_runs.comparison(found), args.all), found)
+    report = with_tags_and_notes(compare.to_json(compare_runs.comparison(control(), found), args.all), found)
     print(json.dumps(report, indent=1) if args.json else compare.text(report))
     return 0
 

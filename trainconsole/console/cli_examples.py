@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from . import demos
+from .cli_runs import fail
 
 
 def add_parser(sub: Any) -> None:
@@ -18,8 +19,6 @@ def add_parser(sub: Any) -> None:
 
 def cmd_examples(args: argparse.Namespace) -> int:
     """Copy the examples out; exit 2 naming a file that is there already (nothing is overwritten)."""
-    from .cli import fail
-
     dest = Path(args.dir).expanduser()
     if dest.exists() and not dest.is_dir():
         fail(f"examples: {dest} is not a directory")
@@ -38,9 +37,7 @@ def demo_config(args: argparse.Namespace, command: str) -> str | None:
     if not args.demo:
         return args.config
     if args.config is not None or getattr(args, "script", None) is not None:
-        from .cli import fail
-
-        fail(f"--demo: {command} the shipped demo, or a CONFIG (--script), not both")
+            fail(f"--demo: {command} the shipped demo, or a CONFIG (--script), not both")
     return str(demos.demo(demos.RUN_DEMO if command == "run" else demos.TUNE_DEMO))
 
 

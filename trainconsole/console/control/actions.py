@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import Config, Event, RunDir, index, tune_config
+from trainconsole.trainers.protocol import Config, Event, RunDir, hosts, index, tune_config
 from trainconsole.trainers.protocol.changes import note_changed
 from trainconsole.trainers.protocol.meta import read_meta, tags_of, update_meta
 from trainconsole.trainers.protocol.rundir import quoted_id
@@ -172,6 +172,25 @@ class Control:
     def meta(self, run: RunDir) -> dict[str, Any]:
         """The run's tags and note (meta.json; {} if none)."""
         return read_meta(run)
+
+    def info(self, run: RunDir) -> dict[str, Any]:
+        """The run's run.json (how it was started: kind, pid, host, ...; {} before it is written)."""
+        return run.read_info()
+
+    def alive(self, run: RunDir, info: dict[str, Any]) -> bool:
+        """Whether the run's process lives (on another host: whether its heartbeat is fresh)."""
+        return hosts.alive(run.path, info)
+
+    def valid_config(self, run: RunDir) -> Config:
+        """The run's config, validated as a launch takes it (a run or a tune config; ConfigError)."""
+        return tune_config.load_any(run.config)
+
+    def config(self, run: RunDir) -> dict[str, Any]:
+        """The run's config.toml as written ({} when unreadable: it is compared on its results alone)."""
+        try:
+            return protocol.config.read(run.config)
+        except protocol.ConfigError:
+            return {}
 
     # -- many runs: the index, delete, prune, tags and notes (issue 26) ---------------------------------
 

@@ -10,7 +10,7 @@ from trainconsole.console.core.board import RANKINGS, Board
 
 @dataclass
 class Selection:
-    """The dashboard's view state (no Textual, no I/O)."""
+    """What the dashboard shows and which runs its keys take (no Textual, no I/O)."""
 
     selected: str | None = None
     marked: list[str] = field(default_factory=list)
@@ -37,6 +37,26 @@ class Selection:
             return marked
         self.selected = cursor or self.selected
         return [self.selected] if self.selected is not None else []
+
+    def fits(self, action: str, board: Board) -> bool:
+        """Whether a key that depends on the selection acts on it: x and t on a search; h and space (as
+        shown) on other runs; [ ] in the weights view; m on a run that logs more than its loss; c once two
+        runs are marked. Any other key fits."""
+        tune = self.is_tune(board)
+        if action in ("stop_trial", "train_trial", "mark_search"):  # (a search is marked too, for s k r)
+            return tune
+        if action == "weights":  # a search's plot is its trials' curves
+            return not tune
+        if action == "mark":  # overlaid runs are drawn on the loss plot, not in the weights view
+            return not (tune or self.weights_on)
+        if action == "layer":
+            return self.weights_on and not tune
+        if action == "metric":  # a run that logs more than its loss (a script's own metrics)
+            run = board.runs.get(self.selected or "")
+            return bool(run and run.metrics) and not (tune or self.weights_on)
+        if action == "compare":
+            return len(self.compared(board)) >= 2
+        return True
 
     def next_ranking(self) -> str:
         """Sort by the next ranking (newest first, best validation accuracy); returns it."""

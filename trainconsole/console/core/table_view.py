@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from trainconsole.console.core.board import Row
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP
-from trainconsole.console.core.run_state import RunState
+
+if TYPE_CHECKING:  # (the first frame's empty table holds a TableView: it loads no board)
+    from trainconsole.console.core.board import Row
+    from trainconsole.console.core.run_state import RunState
 
 SORTABLE = tuple(key for key, _ in (*COLUMNS, HOST_COLUMN))
 #: Columns whose natural order is largest first (a sort by them starts there).
@@ -19,7 +21,7 @@ LARGEST_FIRST = frozenset({"acc", "rate", "elapsed", "epoch"})
 
 @dataclass
 class TableView:
-    """The runs table's own view state: the filter's runs (None: every run), the sort column (None: the
+    """What the runs table shows of the rows: the filter's runs (None: every run), the sort column (None: the
     board's ranking, `b`), its direction, and each run's tags and note (from its meta.json)."""
 
     shown: set[str] | None = None

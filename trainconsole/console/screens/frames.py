@@ -2,8 +2,8 @@
 
 The dashboard owns one `Frames`: the table, log and memory in one frame, the plot (the costliest pane)
 in its own, slower one, and nothing drawn when nothing changed. It is given what it draws from (the
-app's board, which the tailer's updates go into; the dashboard's `Selection`; the clock) and what it
-draws onto (a `Canvas`: the dashboard, whose own methods put a frame into its panes).
+app's board, which the tailer's updates go into; the dashboard's `Selection`; the clock), the screen
+whose timers and workers it runs on (a `Host`), and, once they are composed, the `Panes` it draws into.
 """
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.timer import Timer
 
-    from trainconsole.console.core.board import Board, View
-    from trainconsole.console.core.plot import PlotLine
+    from trainconsole.console.core.board import Board
     from trainconsole.console.core.selection import Selection
-    from trainconsole.console.core.weights import Snapshot
+    from trainconsole.console.screens.panes import Panes
 
 #: At most 20 frames a second, and none when nothing changed: an event waits at most this long for its
 #: frame, after the tailer's poll (POLL_S) has read it (benchmarks/console_live.py: p50 and p99 lags).
@@ -31,30 +30,24 @@ PLOT_S = 0.5  # the plot (the costliest pane) about twice a second
 PLOT_AFTER_S = FRAME_S / 4  # after the frame's own render
 
 
-class Canvas(Protocol):
-    """What frames are drawn onto: the dashboard's panes, its timers and its workers (each method as the
-    dashboard's own)."""
+class Host(Protocol):
+    """What frames run on: the dashboard's app, timers and workers, and its bindings (each as the screen's
+    own)."""
 
     app: App[Any]
-    plot_width: int
 
-    def show_view(self, view: View) -> None: ...
-    def show_plot(self, lines: list[PlotLine], title: str, any_runs: bool) -> None: ...
-    def show_weights(self, history: list[Snapshot], title: str, on: bool) -> None: ...
-    def show_devices(self) -> None: ...
-    def show_importance(self, text: str) -> None: ...
-    def select_run(self, run_id: str) -> None: ...
     def refresh_bindings(self) -> None: ...
     def set_timer(self, delay: float, callback: Callable[[], Any]) -> Timer: ...
     def run_worker(self, work: Callable[[], Any], **options: Any) -> Any: ...
 
 
 class Frames:
-    """Draws a board, as a selection shows it, onto one canvas."""
+    """Draws a board, as a selection shows it, into one dashboard's panes."""
 
-    def __init__(self, screen: Canvas, board: Board, selection: Selection,
+    def __init__(self, screen: Host, board: Board, selection: Selection,
                  clock: Callable[[], float]) -> None:
         self.screen, self.board, self.selection, self.clock = screen, board, selection, clock
+        self.panes: Panes | None = None  # (given once the dashboard has composed them)
         self.labels: dict[str, str] = {}  # run id -> its label in the table (for the memory bars)
         self.select_next: str | None = None  # a run to put the cursor on once its row is drawn
         self._force: set[str] = {"*"}
@@ -86,17 +79,19 @@ class Frames:
             tailer.want(waiting)
         return bool(waiting)
 
-    def _drawable(self) -> bool:
-        """Whether the dashboard is up (not closing down, nor still opening: it redraws then)."""
+    def _drawable(self) -> Panes | None:
+        """The panes, while the dashboard is up (not closing down, nor still opening: it redraws then)."""
         app = self.screen.app  # (not running: it is shutting down, removing the panes)
-        return bool(app.is_running and app.screen_stack and getattr(app, "dashboard", False))
+        up = app.is_running and app.screen_stack and getattr(app, "dashboard", False)
+        return self.panes if up else None
 
     def draw_frame(self) -> None:
         """Put what changed since the last frame on screen (normally at most every FRAME_S)."""
         self._frame_timer, self._last_frame = None, time.monotonic()
-        if not self._drawable():
+        panes = self._drawable()
+        if panes is None:
             return
-        screen, sel, board = self.screen, self.selection, self.board
+        sel, board = self.selection, self.board
         changed = board.take_dirty() | self._force
         view = build_view(board, self.clock(), sel.selected, sel.marked, sel.ranking, changed)
         self._force = set()
@@ -106,16 +101,23 @@ class Frames:
         keys_for = (sel.selected, sel.is_tune(board), bool(run and run.metrics))
         if keys_for != self.keys_for:
             self.keys_for = keys_for
-            screen.refresh_bindings()  # the trial keys show only for a tune run
-        screen.show_view(view)
+            self.screen.refresh_bindings()  # the trial keys show only for a tune run
+        panes.show_view(view, board.runs, self.clock())
         if view.trials is not None:
             self._refresh_importance(view.trials.ended)
-        screen.show_devices()
+        self.draw_devices()
         if self.select_next in view.labels:
-            screen.select_run(self.select_next)
+            panes.table.select(self.select_next)
             self.select_next = None
         if view.plot_changed:
             self._schedule_plot()
+
+    def draw_devices(self) -> None:
+        """Draw the app's latest device sample (if any), with the runs' labels as the table shows them."""
+        devices = getattr(self.screen.app, "devices", None)
+        if devices is not None and self.panes is not None:
+            others = getattr(self.screen.app, "other_hosts", ())  # other hosts' devices (issue 37)
+            self.panes.show_devices(devices, others, self.labels, self.clock())
 
     def _refresh_importance(self, ended: list[tuple[dict[str, Any], float]]) -> None:
         """Recompute the parameter importance in a thread when a trial of the shown search has ended."""
@@ -131,8 +133,9 @@ class Frames:
         self.screen.run_worker(compute, thread=True, group="importance", exclusive=True)
 
     def _show_importance(self, key: tuple[str | None, int], text: str) -> None:
-        if key == self._importance_key and self._drawable():
-            self.screen.show_importance(text)
+        panes = self._drawable()
+        if key == self._importance_key and panes is not None:
+            panes.leaderboard.show_importance(text)
 
     def _schedule_plot(self) -> None:
         """Draw the plot PLOT_AFTER_S after this frame if it is due by the next one, else once it is due
@@ -150,13 +153,14 @@ class Frames:
     def draw_plot(self) -> None:
         """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S or so)."""
         self._plot_timer, self._plot_next = None, time.monotonic() + PLOT_S
-        if not self._drawable():
+        panes = self._drawable()
+        if panes is None:
             return
-        screen, sel, board = self.screen, self.selection, self.board
+        sel, board = self.selection, self.board
         if sel.showing_weights(board):
             history, title, sel.layer = weights_view(board, sel.selected, sel.layer)
-            screen.show_weights(history, title, on=True)
+            panes.show_weights(history, title, on=True)
             return
-        screen.show_weights([], "", on=False)
-        lines, title = plot_view(board, sel.selected, sel.marked, max(20, screen.plot_width))
-        screen.show_plot(lines, title, bool(self.labels))
+        panes.show_weights([], "", on=False)
+        lines, title = plot_view(board, sel.selected, sel.marked, max(20, panes.plot_width))
+        panes.show_plot(lines, title, bool(self.labels))

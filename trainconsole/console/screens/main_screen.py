@@ -1,14 +1,18 @@
 """The dashboard: setup, runs, plot, devices and log panes; side by side when wide, tabs when narrow.
 
-It owns its keys: the lifecycle keys act through the control layer (`RunCommands`, in thread workers),
-the view keys change its `Selection`, and its `Frames` draw the app's board onto it. A search's `x` and
-`t` are its own handlers here; three groups of its keys are still mixins, each in its own module:
-`RunMarks`, `TableKeys` and `FormKeys`.
+Its keys are bound here (`keys.py`: they make its footer and `?`); each handler is short. A key that acts on
+runs takes `Selection.targets` (the marked runs, else the cursor's) and hands them to `RunCommands`, which
+asks for a confirm where one is due and calls the control layer in thread workers (they post `Done` and
+`Launched` back). A pane's own keys are the pane's methods: the runs table sorts and asks for tags and
+notes (`RunsTable`), the form asks where to load and save (`RunForm`), the leaderboard says which trial
+(`Leaderboard`); each posts what the screen carries out (`AskLine`: a line to ask for). `Frames` draws the
+app's board into the `Panes`, and `TableReads` reads the table's tags, notes and filter matches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from textual import events
 from textual.app import ComposeResult
@@ -16,20 +20,21 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
-from trainconsole.console.control import Control, Refused
-from trainconsole.console.core.board import Board, View, weights_view
+from trainconsole.console.control import Control
+from trainconsole.console.core.board import Board, weights_view
 from trainconsole.console.core.leaderboard import Search, Trial, searched
-from trainconsole.console.core.plot import PlotLine, next_metric, plotted
+from trainconsole.console.core.plot import next_metric, plotted
 from trainconsole.console.core.selection import Selection
-from trainconsole.console.core.weights import Snapshot
-from trainconsole.console.screens.form_keys import FormKeys
+from trainconsole.console.core.table_view import TableView
+from trainconsole.console.filters import FilterError
 from trainconsole.console.screens.frames import Frames
 from trainconsole.console.screens.help_screen import show_help
 from trainconsole.console.screens.keys import KEYS, MARK_SEARCH, PANE_KEYS, RANK, RARE_ACTIONS, WHY, WHY_NOT
+from trainconsole.console.screens.panes import Panes
+from trainconsole.console.screens.path_screen import PathScreen
 from trainconsole.console.screens.run_commands import RunCommands
-from trainconsole.console.screens.run_marks import RunMarks
-from trainconsole.console.screens.table_keys import TableKeys
-from trainconsole.console.services.gpu import Devices
+from trainconsole.console.screens.table_reads import TableReads
+from trainconsole.console.widgets.ask_line import AskLine
 from trainconsole.console.widgets.filter_line import FilterLine
 from trainconsole.console.widgets.gpu_bars import GpuBars
 from trainconsole.console.widgets.host_groups import HostGroups
@@ -39,7 +44,8 @@ from trainconsole.console.widgets.run_form import RunForm
 from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 from trainconsole.console.widgets.weight_histogram import WeightHistogram
-from trainconsole.trainers.protocol import Config, RunDir, hosts
+from trainconsole.trainers import protocol
+from trainconsole.trainers.protocol import Config, RunDir, tune_config
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).
@@ -50,27 +56,29 @@ VERY_WIDE = 160
 SELECTION_ACTIONS = ("stop_trial", "train_trial", "weights", "mark", "layer", "compare", "metric")
 
 
-class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
-    """Lays the panes out for the terminal's size, puts each frame's `View` into them, and owns the keys
-    that act on the runs shown (those on marked runs in `RunMarks`, the table's own in `TableKeys`)."""
+class MainScreen(Screen[None]):
+    """Lays the panes out for the terminal's size, puts each frame's `View` into them, and routes its keys:
+    to the control layer, to its `Selection`, or to the pane that owns them."""
 
     BINDINGS = [*KEYS, *PANE_KEYS, RANK, MARK_SEARCH, *WHY]
 
     def __init__(self, config: Config, source: str, path: str, board: Board, control: Control,
                  clock: Callable[[], float]) -> None:
         super().__init__()
-        self.config, self.source, self.path = config, source, path
+        self.config, self.source, self.config_path = config, source, path
         self.board, self.clock = board, clock  # the app's: the tailer's updates go into the board
         self.pane = "runs"
         self.selection = Selection()
         self.frames = Frames(self, board, self.selection, clock)
+        self.control = control
         self.commands = RunCommands(self, control)
+        self.reads = TableReads(self, control, board, self.selection)
 
     def compose(self) -> ComposeResult:
         """The pane bar (narrow only), the panes, and the footer."""
         yield Tabs(*(Tab(label, id=f"tab-{name}") for name, label in PANES.items()), id="panebar")
         with Horizontal(id="main"):
-            yield RunForm(self.config, self.source, id="setup", classes="pane")
+            yield RunForm(self.config, self.source, path=self.config_path, id="setup", classes="pane")
             with Vertical(id="watch"):
                 yield RunsTable(id="runs", classes="pane")
                 yield FilterLine(id="filter-line")
@@ -88,13 +96,22 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         """Title the panes and start on the runs pane."""
         titles = {"setup": "setup: new run", "runs": "runs", "devices": "devices", "log": "log",
                   "leaderboard": "trials (x stop · t train)"}
-        if self.commands.control.read_only:  # watching only: no form (the control layer refuses its launch)
+        if self.control.read_only:  # watching only: no form (the control layer refuses its launch)
             titles["runs"] = "runs (read-only)"
             self.add_class("-read-only")
+            self.query_one(RunsTable).read_only = True
         for name, title in titles.items():
             self.query_one(f"#{name}").border_title = title
         self.show_pane("runs")
-        self.start_table_view()
+        self.reads.start(self.query_one(RunsTable))
+        q = self.query_one  # (the panes it composed, handed to what draws into them)
+        self.frames.panes = Panes(self, q(RunsTable), q(RunLog), q(GpuBars), q(HostGroups), q("#devices"),
+                                  q(Leaderboard), q(LossPlot), q(WeightHistogram))
+
+    @property
+    def path(self) -> str:
+        """The config file the form was loaded from (or last saved to)."""
+        return self.query_one(RunForm).path
 
     @property
     def narrow(self) -> bool:
@@ -109,12 +126,7 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
 
     def refused(self, action: str) -> bool:
         """Whether the control layer refuses `action` in this session (then it is said in a toast)."""
-        try:
-            self.commands.control.check(action)
-        except Refused as e:
-            self.notify(str(e), severity="warning")
-            return True
-        return False
+        return self.commands.refused(action)
 
     def show_pane(self, name: str) -> None:
         """Bring a pane forward (narrow) and focus it where it takes focus."""
@@ -127,7 +139,7 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         if name == "runs":
             self.query_one(RunsTable).focus()
         elif name == "setup":
-            self.query_one(RunForm).query(Input).first().focus()
+            self.query_one(RunForm).focus_first()
         elif self.narrow:
             self.set_focus(None)
 
@@ -141,92 +153,28 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         if name in PANES and name != self.pane:
             self.show_pane(name)
 
-    def show_view(self, view: View) -> None:
-        """Put one frame's data into the panes; parts that did not change are left alone."""
-        rows = self.table_view.arrange(view.rows, self.board.runs, self.clock())  # filter, sort, tags
-        self.query_one(RunsTable).update_rows(rows)
-        self.show_run_meta(view.selected)  # its tags and note whole, and the filter, in the pane's title
-        # runs of several hosts in the home: the memory bars are this host's alone
-        title = f"devices: this host, {hosts.this_host()}" if len(view.hosts) > 1 else "devices"
-        if self.query_one("#devices").border_title != title:
-            self.query_one("#devices").border_title = title
-        if view.log is not None:
-            self.query_one(RunLog).show(view.log)
-        if view.mem is not None:
-            self.query_one(GpuBars).show_run(view.mem.label, view.mem.mem)
-        if view.log is not None:  # the selected run's panes were redrawn: a tune run has a leaderboard
-            self.set_class(view.trials is not None, "-tune")
-        if view.trials is not None:
-            self.query_one(Leaderboard).update_rows(view.trials)
-
-    def show_plot(self, lines: list[PlotLine], title: str, any_runs: bool) -> None:
-        """Draw the plot's lines (or say why there are none)."""
-        empty = "no data yet" if any_runs else "no runs yet: press l to launch the demo"
-        self.query_one(LossPlot).show(lines, title, empty)
-
-    def show_weights(self, history: list[Snapshot], title: str, on: bool) -> None:
-        """Show (or hide again) the weights view in the plot's place, with one layer's histograms."""
-        self.set_class(on, "-weights")
-        if on:
-            self.query_one(WeightHistogram).show(history, title, "this run has no weight histograms yet")
-
-    def show_devices(self) -> None:
-        """Draw the app's latest device sample (if any), with the runs' labels as the table shows them."""
-        devices: Devices | None = getattr(self.app, "devices", None)
-        if devices is not None:
-            self.query_one(GpuBars).show(devices, self.frames.labels)
-            others = getattr(self.app, "other_hosts", ())  # other hosts' devices (issue 37)
-            self.query_one(HostGroups).show(hosts.this_host(), devices, others, self.frames.labels,
-                                            self.clock())
-
-    def show_importance(self, text: str) -> None:
-        """Put the parameter importance of the shown search under its trials."""
-        self.query_one(Leaderboard).show_importance(text)
-
-    def select_run(self, run_id: str) -> None:
-        """Move the runs table's cursor to this run."""
-        self.query_one(RunsTable).select(run_id)
+    def show_devices(self) -> bool:
+        """Draw the app's latest device sample (the app calls this when a new one comes); whether the
+        devices pane shows (other hosts' devices are read only while it does)."""
+        self.frames.draw_devices()
+        return self.query_one("#devices").region.area > 0
 
     @property
-    def plot_width(self) -> int:
-        """Columns the plot has to draw in."""
-        return self.query_one(LossPlot).size.width
+    def table_view(self) -> TableView:
+        """The runs table's filter, sort column, tags and notes."""
+        return self.query_one(RunsTable).table_view
 
     # -- keys: which of them fit ----------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Keys that fit the selection: x and t for a tune run; h (and space, as shown) for other runs;
-        [ ] in the weights view; c once two runs are marked. Before the first frame has selected a
-        run, they show dimmed, as on the first screen (which of them fit is not known yet), but the rare
-        ones are hidden."""
+        """Keys that fit the selection (`Selection.fits`), and `/` but in the form's fields (where it is
+        typed). Before the first frame has selected a run, those that depend on it show dimmed, as on the
+        first screen (which of them fit is not known yet), but the rare ones are hidden."""
         if self.frames.keys_for is None and action in SELECTION_ACTIONS:
             return False if action in RARE_ACTIONS else None
-        tune, sel = self.selection.is_tune(self.board), self.selection
-        if action == "filter":  # (in the form's fields, / is typed)
+        if action == "filter":
             return not isinstance(self.focused, Input)
-        if action in ("stop_trial", "train_trial"):
-            return tune
-        if action == "weights":  # a tune run's plot is its trials' curves
-            return not tune
-        if action == "mark":  # overlaid runs are drawn on the loss plot, not in the weights view
-            return not (tune or sel.weights_on)
-        if action == "mark_search":  # (a search is marked too, for s k r delete: not overlaid)
-            return tune
-        if action == "layer":
-            return sel.weights_on and not tune
-        if action == "metric":  # a run that logs more than its loss (a script's own metrics)
-            run = self.board.runs.get(sel.selected or "")
-            return bool(run and run.metrics) and not (tune or sel.weights_on)
-        if action == "compare":  # shown once two runs are marked (space)
-            return len(sel.compared(self.board)) >= 2
-        return True
-
-    def action_metric(self) -> None:
-        """Plot the selected run's next metric."""
-        run = self.board.runs[self.selection.selected or ""]
-        run.plotted = next_metric(run)
-        self.notify(f"plotting {plotted(run)}", timeout=2)
-        self.frames.redraw()
+        return self.selection.fits(action, self.board)
 
     def action_why_not(self, action: str) -> None:
         """A key that cannot act on this selection: say why (the key itself did not run)."""
@@ -235,7 +183,42 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         else:
             self.notify(WHY_NOT[action], severity="warning")
 
-    # -- keys that act on runs (through the control layer) --------------------------------------------
+    # -- keys that act on runs: their targets, a confirm, the control layer ---------------------------
+
+    def _cursor_run(self) -> str | None:
+        # The cursor, not the selection: its RowHighlighted message may still be queued behind this key.
+        return self.query_one(RunsTable).selected_id or self.selection.selected
+
+    def _selected_run(self) -> RunDir | None:
+        """The run under the cursor, now the selected one (else a notice and None)."""
+        self.selection.selected = self._cursor_run()
+        if self.selection.selected is None:
+            self.notify("no run selected", severity="warning")
+            return None
+        return self.control.run(self.selection.selected)
+
+    def chosen_runs(self) -> list[RunDir]:
+        """The marked runs the board still has, else the run under the cursor (else a notice and [])."""
+        ids = self.selection.targets(self.board, self._cursor_run())
+        if not ids:
+            self.notify("no run selected", severity="warning")
+        return [self.control.run(run_id) for run_id in ids]
+
+    def action_stop(self) -> None:
+        """Ask the marked (else the selected) runs to checkpoint and stop."""
+        self.commands.stop(self.chosen_runs())
+
+    def action_kill(self) -> None:
+        """Kill the marked (else the selected) runs and all their processes, after a confirm."""
+        self.commands.kill(self.chosen_runs())
+
+    def action_resume(self) -> None:
+        """Start the marked (else the selected) runs again from their last checkpoints."""
+        self.commands.resume(self.chosen_runs())
+
+    def action_delete(self) -> None:
+        """Move the marked (else the selected) runs to the home's trash, after a confirm."""
+        self.commands.delete(self.chosen_runs())
 
     def action_launch(self) -> None:
         """Launch the form's config as a new run."""
@@ -244,9 +227,7 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         if config is None:
             self.notify("the config has a problem: see the setup pane", severity="error")
             self.show_pane("setup")
-            bad = form.first_error()
-            if bad is not None:
-                bad.focus()
+            form.focus_first_error()
             return
         self.commands.launch(config)
 
@@ -285,10 +266,8 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
         found = self._selected_search()
         trial_id = self.query_one(Leaderboard).selected_trial if found else None
-        if found is None or trial_id is None or self.refused("stop a trial"):  # (a UI-thread call)
-            return
-        self.commands.control.stop_trial(found[0], trial_id)
-        self.notify(f"asked trial #{found[1].trials[trial_id].number} to stop; the search goes on")
+        if found is not None and trial_id is not None:
+            self.commands.stop_trial(found[0], trial_id, found[1].trials[trial_id].number)
 
     def action_train_trial(self) -> None:
         """Train the selected trial's config (or the best trial's) as a full run."""
@@ -300,6 +279,13 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         self.commands.train_trial(found[0], trial.number, dict(trial.config))
 
     # -- keys that change what is shown ---------------------------------------------------------------
+
+    def action_metric(self) -> None:
+        """Plot the selected run's next metric."""
+        run = self.board.runs[self.selection.selected or ""]
+        run.plotted = next_metric(run)
+        self.notify(f"plotting {plotted(run)}", timeout=2)
+        self.frames.redraw()
 
     def action_help(self) -> None:
         """Every key and what it does."""
@@ -334,7 +320,7 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
 
     def action_rank(self) -> None:
         """Order runs newest first, or by best validation accuracy (and no longer by a column: `>`)."""
-        self.table_view.sort = None
+        self.query_one(RunsTable).sort_by_ranking()
         self.notify(f"runs sorted by {self.selection.next_ranking()}")
         self.frames.redraw()
 
@@ -351,3 +337,123 @@ class MainScreen(RunMarks, TableKeys, FormKeys, Screen[None]):
         """Enter on a run: show its plot when panes are tabs."""
         if isinstance(event.data_table, RunsTable) and self.narrow:
             self.show_pane("plot")
+
+    # -- the runs table's keys (`RunsTable`): / filter, > < sort, # tags, a note -----------------------
+
+    def action_filter(self) -> None:
+        """Open the filter line (the `ls --filter` language)."""
+        self.show_pane("runs")
+        self.query_one(FilterLine).open()
+
+    def on_filter_line_applied(self, event: FilterLine.Applied) -> None:
+        """Enter: show the filter's runs (a bad filter is said under it, the table unchanged)."""
+        try:
+            self.reads.apply(event.text)
+        except FilterError as e:
+            self.query_one(FilterLine).show_error(str(e))
+            return
+        self.query_one(FilterLine).show_error("")
+
+    def on_filter_line_cleared(self, event: FilterLine.Cleared) -> None:
+        """Escape: every run again."""
+        self.reads.clear()
+
+    def action_sort(self) -> None:
+        """Sort the runs by the next column."""
+        self.query_one(RunsTable).sort_next()
+
+    def action_reverse(self) -> None:
+        """Reverse the sort column's order."""
+        self.query_one(RunsTable).reverse_sort()
+
+    def on_runs_table_rearranged(self, event: RunsTable.Rearranged) -> None:
+        """Sorted, filtered or tagged otherwise: draw it."""
+        self.frames.redraw()
+
+    def action_tag(self) -> None:
+        """Set the cursor's run's tags."""
+        run = self._selected_run()
+        if run is not None and not self.refused("tag"):
+            self.query_one(RunsTable).ask_tags(run.id)
+
+    def on_runs_table_tags_typed(self, event: RunsTable.TagsTyped) -> None:
+        """Add and remove the tags typed."""
+        self.commands.tag(self.control.run(event.run_id), event.add, event.drop)
+
+    def action_note(self) -> None:
+        """Write the cursor's run's note."""
+        run = self._selected_run()
+        if run is not None and not self.refused("note"):
+            self.query_one(RunsTable).ask_note(run.id)
+
+    def on_runs_table_note_typed(self, event: RunsTable.NoteTyped) -> None:
+        """Set the note typed (empty: remove it)."""
+        self.commands.note(self.control.run(event.run_id), event.text)
+
+    # -- the form's keys (`RunForm`): o load, w save; c compares runs, whose e fills the form ----------
+
+    def action_load(self) -> None:
+        """Load a config TOML into the form."""
+        if not self.refused("loading a config"):
+            self.query_one(RunForm).ask_load()
+
+    def on_run_form_load_asked(self, event: RunForm.LoadAsked) -> None:
+        """Read the file asked for into the form."""
+        self._load(event.path)
+
+    def _load(self, path: str) -> None:
+        try:
+            config = tune_config.load_any(path)
+        except protocol.ConfigError as e:
+            self.notify(str(e), severity="error", timeout=8)
+            return
+        self.query_one(RunForm).load(config, path, path=path)
+        self.show_pane("setup")
+
+    def action_save(self) -> None:
+        """Save the form's config as TOML."""
+        if not self.refused("saving a config"):
+            self.query_one(RunForm).ask_save()
+
+    def on_run_form_save_asked(self, event: RunForm.SaveAsked) -> None:
+        """Write the file asked for."""
+        try:
+            Path(event.path).expanduser().write_text(protocol.dumps(event.config))
+        except OSError as e:
+            self.notify(f"could not save {event.path}: {e.strerror}", severity="error")
+            return
+        self.query_one(RunForm).path = event.path
+        self.notify(f"saved {event.path}")
+
+    def on_ask_line(self, event: AskLine) -> None:
+        """A pane asks for a line (a path, tags, a note): the dialog, its answer back to the pane."""
+        self.app.push_screen(PathScreen(event.prompt, event.text, empty_ok=event.empty_ok), event.answer)
+
+    def action_compare(self) -> None:
+        """Compare the runs marked with space (two or more); its `e` fills the form from one of them."""
+        from trainconsole.console.core.compare import compare
+        from trainconsole.console.screens.compare_screen import CompareScreen
+
+        ids = self.selection.compared(self.board)
+        if len(ids) < 2:
+            self.notify("mark two or more runs with space first", severity="warning")
+            return
+        if self.frames.want_histories(self.board, ids):  # rows from the run index: their logs first
+            self.set_timer(0.05, self.action_compare)
+            return
+        runs = [self.board.runs[i] for i in ids]
+        configs = [self.control.config(self.control.run(i)) for i in ids]
+        self.app.push_screen(CompareScreen(compare(runs, configs, self.clock()), runs), self._edit)
+
+    def _edit(self, choice: tuple[str, list[str]] | None) -> None:
+        """The compare view's `e`: the chosen run's config in the form, the differing keys highlighted."""
+        if choice is None or self.refused("editing a run's config"):
+            return
+        run_id, differs = choice
+        try:
+            config = self.control.valid_config(self.control.run(run_id))
+        except protocol.ConfigError as e:
+            self.notify(f"cannot edit {run_id}: {e}", severity="error", timeout=8)
+            return
+        self.show_pane("setup")
+        self.query_one(RunForm).edit(config, f"run {run_id}: edit, then enter (or esc, l) launches", differs)

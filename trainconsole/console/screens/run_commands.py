@@ -1,4 +1,6 @@
-"""The dashboard's lifecycle keys carried out: each calls the control layer in a thread worker (a process
+"""The dashboard's lifecycle keys carried out, on the runs the screen chose (`Selection.targets`): `s`, `k`,
+`r` and delete take every run given at once, with one confirm naming how many (`k` and delete always ask;
+`s` and `r` ask when they act on more than one). Each calls the control layer in a thread worker (a process
 start, a stop's grace period or the wait for killed processes may block) and posts how it ended to the
 screen (`Done`, `Launched`), which says it in a toast."""
 
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from trainconsole.console.control import Refused
+from trainconsole.console.screens.confirm_screen import ConfirmScreen
 from trainconsole.trainers import protocol
 from trainconsole.trainers.protocol import Config, RunDir
 
@@ -20,8 +23,14 @@ if TYPE_CHECKING:
     from trainconsole.console.control import Control
 
 
+def runs_named(ids: list[str]) -> str:
+    """`run ID` for one run, `N runs` for more."""
+    return f"run {ids[0]}" if len(ids) == 1 else f"{len(ids)} runs"
+
+
 class RunCommands:
-    """Launch, stop, kill, resume and train-a-trial for one dashboard, off the UI thread."""
+    """Launch, stop, kill, resume, delete, tag and the trials' keys for one dashboard (the control layer's
+    calls off the UI thread)."""
 
     @dataclass
     class Done(Message):
@@ -51,6 +60,60 @@ class RunCommands:
     def _report(self, message: str, severity: str = "information") -> None:
         self.screen.post_message(self.Done(message, severity))  # (thread-safe)
 
+    def refused(self, action: str) -> bool:
+        """Whether the control layer refuses `action` in this session (then it is said in a toast)."""
+        try:
+            self.control.check(action)
+        except Refused as e:
+            self.screen.notify(str(e), severity="warning")
+            return True
+        return False
+
+    def _confirmed(self, question: str, act: Callable[[], None]) -> None:
+        self.screen.app.push_screen(ConfirmScreen(question), lambda yes: act() if yes else None)
+
+    # -- the keys: a confirm where one is due, then the control layer ---------------------------------
+
+    def stop(self, found: list[RunDir]) -> None:
+        """`s`: ask the runs to checkpoint and stop (more than one: after a confirm)."""
+        if len(found) == 1:
+            self.screen.notify(f"stopping {found[0].id}: it checkpoints, then exits")
+            self._stop(found)
+        elif found and not self.refused("stop"):
+            question = f"Stop {len(found)} runs?\nEach checkpoints, then exits."
+            self._confirmed(question, lambda: self._stop(found))
+
+    def kill(self, found: list[RunDir]) -> None:
+        """`k`: kill the runs and all their processes, after a confirm (none for what would be refused)."""
+        if found and not self.refused("kill"):
+            one = len(found) == 1
+            question = f"Kill {runs_named([run.id for run in found])} and every process " \
+                       f"{'it' if one else 'they'} started?\n{'It' if one else 'They'} will not checkpoint."
+            self._confirmed(question, lambda: self._kill(found))
+
+    def resume(self, found: list[RunDir]) -> None:
+        """`r`: start the runs again from their last checkpoints (more than one: after a confirm)."""
+        if len(found) == 1:
+            self._resume(found)
+        elif found and not self.refused("resume"):
+            self._confirmed(f"Resume {len(found)} runs from their last checkpoints?",
+                            lambda: self._resume(found))
+
+    def delete(self, found: list[RunDir]) -> None:
+        """delete: move the runs to the home's trash, after a confirm."""
+        if found:
+            question = f"Move {runs_named([run.id for run in found])} to the trash?\n" \
+                       "`trainconsole restore ID` brings a run back."
+            self._confirmed(question, lambda: self._delete(found))
+
+    def stop_trial(self, run: RunDir, trial_id: str, number: int) -> None:
+        """`x`: ask one trial of a search to stop (a flag file: on the UI thread); the search goes on."""
+        if not self.refused("stop a trial"):
+            self.control.stop_trial(run, trial_id)
+            self.screen.notify(f"asked trial #{number} to stop; the search goes on")
+
+    # -- carried out, in thread workers ---------------------------------------------------------------
+
     def launch(self, config: Config) -> None:
         """Start the config as a new run (detached: it outlives the console) and select it."""
         def body() -> None:
@@ -58,12 +121,12 @@ class RunCommands:
             self.screen.post_message(self.Launched(run.id))
         self._in_thread("launch_run", body)
 
-    def stop(self, found: list[RunDir]) -> None:
+    def _stop(self, found: list[RunDir]) -> None:
         """SIGTERM each run, then SIGKILL after the grace period (all at once: the grace runs in parallel)."""
         for run in found:
             self._in_thread("stop_run", lambda run=run: self._report(f"{run.id}: {self.control.stop(run)}"))
 
-    def kill(self, found: list[RunDir]) -> None:
+    def _kill(self, found: list[RunDir]) -> None:
         """SIGKILL each run's process group and descendants. A run killed here logs `killed`, whose live
         notice says so (one notice per kill); said here: pids that survived, and runs with nothing to kill."""
         def body() -> None:
@@ -81,7 +144,7 @@ class RunCommands:
                 self._report(f"nothing to kill: {', '.join(idle)}", "warning")
         self._in_thread("kill_run", body)
 
-    def resume(self, found: list[RunDir]) -> None:
+    def _resume(self, found: list[RunDir]) -> None:
         """Start each run again from its last checkpoint; a running run or none to resume from is said."""
         def body() -> None:
             for run in found:
@@ -106,7 +169,7 @@ class RunCommands:
             self.screen.post_message(self.Launched(new.id))
         self._in_thread("train_trial", body)
 
-    def delete(self, found: list[RunDir]) -> None:
+    def _delete(self, found: list[RunDir]) -> None:
         """Move runs to the home's trash (refused whole if one is running or queued: said in a toast)."""
         def body() -> None:
             moved = self.control.remove(found)

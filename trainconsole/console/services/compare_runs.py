@@ -1,36 +1,30 @@
-"""`trainconsole compare`: runs read from their directories into the compare view's pure core."""
+"""`trainconsole compare`: runs read through the control layer into the compare view's pure core."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import RunDir, hosts
+from trainconsole.trainers.protocol import RunDir
 
 from ..core.compare import Comparison, compare
 from ..core.run_state import RunState
 
+if TYPE_CHECKING:
+    from ..control import Control
 
-def state_of(run: RunDir) -> RunState:
+
+def state_of(control: Control, run: RunDir) -> RunState:
     """The run as the console builds it: run.json, every event, and whether its process lives."""
     state = RunState(run.id)
-    info = run.read_info()
+    info = control.info(run)
     state.set_info(info)
-    for event in protocol.read_all(run.events):
+    for event in control.events(run):
         state.apply(event)
-    state.alive = hosts.alive(run.path, info)
+    state.alive = control.alive(run, info)
     return state
 
 
-def config_of(run: RunDir) -> dict[str, Any]:
-    """The run's config.toml as written ({} when unreadable: compared on its results alone)."""
-    try:
-        return protocol.config.read(run.config)
-    except protocol.ConfigError:
-        return {}
-
-
-def comparison(runs: list[RunDir]) -> Comparison:
+def comparison(control: Control, runs: list[RunDir]) -> Comparison:
     """Compare these runs, in this order."""
-    return compare([state_of(r) for r in runs], [config_of(r) for r in runs], time.time())
+    return compare([state_of(control, r) for r in runs], [control.config(r) for r in runs], time.time())

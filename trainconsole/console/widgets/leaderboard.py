@@ -11,7 +11,7 @@ from trainconsole.console.core.board import Row, TrialsView
 from trainconsole.console.core.leaderboard import Search, Trial
 
 #: Columns: key, header, width (None: the searched values take the rest).
-COLUMNS = (("mark", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", 3),
+COLUMNS = (("best", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", 3),
            ("metric", "metric", 7), ("mem", "mem", 5), ("speed", "s/s", 5), ("values", "searched", None))
 STATUS_STYLES = {"running": "bold green", "done": "cyan", "error": "bold red", "killed": "magenta",
                  "stopped": "yellow", "pending": "dim"}
@@ -73,7 +73,7 @@ class Leaderboard(DataTable[Text]):
         if key == "status":
             style = "yellow" if value.startswith("cut@") else STATUS_STYLES.get(value, "")
             return Text(value, style=style, no_wrap=True)
-        if key == "mark":
+        if key == "best":
             return Text(value, style="bold yellow")
         if key in ("iter", "metric", "mem", "speed"):
             return Text(value, justify="right")

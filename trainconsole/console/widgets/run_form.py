@@ -1,7 +1,9 @@
 """The setup pane: the run config's main fields, checked as you type with the CLI's own validation.
 
 ctrl+t switches to the script form (a training script, its arguments, nproc, devices): the twin of
-`trainconsole run --script`. A loaded TOML with a `[script] path` opens in it.
+`trainconsole run --script`. A loaded TOML with a `[script] path` opens in it. It owns `o` and `w` (bound on
+the dashboard, whose footer and `?` show them): it asks for a path (`AskLine`), proposing the file it was
+loaded from (never a shipped example), and posts `LoadAsked` or `SaveAsked`; the dashboard reads or writes.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import copy
 import os
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
@@ -19,6 +22,8 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
+from trainconsole.console import demos
+from trainconsole.console.widgets.ask_line import AskLine
 from trainconsole.trainers.protocol import SCHEMA, Config, ConfigError, apply_override, validate
 from trainconsole.trainers.protocol.config_values import BUILTIN_DATASETS, BUILTIN_MODELS
 
@@ -72,6 +77,8 @@ SCRIPT_FIELDS: tuple[FormField, ...] = (
     FormField("script", "python", "python", "empty: the active environment's python, else trainconsole's"),
 )
 SHARED = (("strategy", "devices"),)
+#: The configs shipped with trainconsole: `w` never proposes to overwrite one.
+EXAMPLES = demos.FOLDER.resolve()
 
 
 def field_id(section: str, key: str) -> str:
@@ -90,9 +97,24 @@ class RunForm(VerticalScroll):
 
         config: Config
 
-    def __init__(self, config: Config, source: str, *, id: str | None = None, classes: str | None = None):
+    @dataclass
+    class LoadAsked(Message):
+        """`o` answered: load the config TOML at `path` into the form."""
+
+        path: str
+
+    @dataclass
+    class SaveAsked(Message):
+        """`w` answered: save the form's (valid) config as TOML at `path`."""
+
+        path: str
+        config: Config
+
+    def __init__(self, config: Config, source: str, *, path: str = "", id: str | None = None,
+                 classes: str | None = None):
         super().__init__(id=id, classes=classes)
         self.base, self.source = copy.deepcopy(config), source
+        self.path = path  # the file the form was loaded from (or last saved to): `o` and `w` propose it
         self.script_mode = bool(config.get("script", {}).get("path"))
 
     @property
@@ -140,15 +162,48 @@ class RunForm(VerticalScroll):
             if f.id not in shown:
                 self.query_one(f"#{f.id}-error", Label).display = False
 
-    def load(self, config: Config, source: str) -> None:
-        """Fill the form from a (validated) config."""
+    def load(self, config: Config, source: str, path: str | None = None) -> None:
+        """Fill the form from a (validated) config; `path`: the file it came from (`o` and `w` propose it)."""
         self.base, self.source = copy.deepcopy(config), source
+        self.path = self.path if path is None else path
         self.script_mode = bool(config.get("script", {}).get("path"))
         self.query_one("#form-source", Static).update(self._source_text())
         for f in FIELDS + SCRIPT_FIELDS:
             self.query_one(f"#{f.id}", Input).value = _field_text(config, f.section, f.key)
         self._show_rows()
         self.check()
+
+    def edit(self, config: Config, source: str, differs: list[str]) -> None:
+        """Fill the form from a run's config, its `differs` keys highlighted, the first of them focused."""
+        self.load(config, source)
+        shown = self.highlight_differing(differs)
+        if shown:
+            self.query_one(f"#{shown[0]}").focus()
+
+    def focus_first(self) -> None:
+        """Put the cursor in the form's first field."""
+        self.query(Input).first().focus()
+
+    def ask_load(self) -> None:
+        """`o`: ask for a config TOML (proposing the form's file), then post `LoadAsked`."""
+        def answer(path: str | None) -> None:
+            if path:
+                self.post_message(self.LoadAsked(path))
+
+        self.post_message(AskLine("Load a run or tune config (TOML):", self.path, answer))
+
+    def ask_save(self) -> None:
+        """`w`: ask where to save the form's config (once it is valid), then post `SaveAsked`."""
+        if self.check() is None:
+            self.notify("fix the config first: see the setup pane", severity="error")
+            return
+
+        def answer(path: str | None) -> None:
+            config = self.check()
+            if path and config is not None:
+                self.post_message(self.SaveAsked(path, config))
+
+        self.post_message(AskLine("Save the config as:", save_proposal(self.path), answer))
 
     def _source_text(self) -> str:
         tune = self.base.get("tune") if self.tune_mode else None
@@ -203,7 +258,13 @@ class RunForm(VerticalScroll):
         """The first field with a problem, to focus it."""
         return next(iter(self.query("Input.-invalid").results(Input)), None)
 
-    def mark_differing(self, keys: list[str]) -> list[str]:
+    def focus_first_error(self) -> None:
+        """Put the cursor in the first field with a problem (if one has)."""
+        bad = self.first_error()
+        if bad is not None:
+            bad.focus()
+
+    def highlight_differing(self, keys: list[str]) -> list[str]:
         """Highlight the rows of these `section.key`s (the compare view's differing keys) and no others;
         returns the ids of the fields highlighted (those the form has)."""
         for row in self.query(".field"):
@@ -225,6 +286,18 @@ class RunForm(VerticalScroll):
         config = self.check()
         if config is not None:
             self.post_message(self.Submitted(config))
+
+
+def save_proposal(path: str) -> str:
+    """Where `w` proposes to save the form: the file it was loaded from, unless that is a shipped example
+    (then a file of the same name in the working directory, or `NAME-mine.toml` beside it if that is one)."""
+    target = Path(path).expanduser().resolve()
+    if not target.is_relative_to(EXAMPLES):
+        return path
+    here = Path.cwd() / target.name
+    if here.resolve().is_relative_to(EXAMPLES) or here.resolve() == target:
+        here = Path.cwd() / f"{target.stem}-mine.toml"
+    return str(here)
 
 
 def _validate_tune(raw: dict[str, Any]) -> Config:

@@ -1,29 +1,35 @@
-"""The runs pane: one row per run, updated cell by cell so that a slow link only carries what changed."""
+"""The runs pane: one row per run, updated cell by cell so that a slow link only carries what changed.
+
+It owns its keys and its view of the board's rows (`TableView`: the filter's runs, the sort column, each
+run's tags and note): `>` `<` and a click on a header sort it, `#` and `a` ask for a run's tags and note
+(`AskLine`).
+Its bindings are the dashboard's (they show in its footer and `?`), whose handlers call the methods here.
+It posts what the dashboard acts on: `Rearranged` (the rows to show changed: draw a frame), `TagsTyped`
+and `NoteTyped` (carried out through the control layer).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rich.padding import Padding
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual._segment_tools import line_crop
-from textual.renderables.styled import Styled
-from textual.strip import Strip
+from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
-from textual.widgets.data_table import Row as DataRow
-
-if TYPE_CHECKING:
-    from textual._types import SegmentLines
-    from textual.geometry import Region
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
-from trainconsole.console.widgets.cell_shape import Shape
+from trainconsole.console.core.table_view import TableView
+from trainconsole.console.widgets.ask_line import AskLine
+from trainconsole.console.widgets.cell_table import CellTable
 
+if TYPE_CHECKING:  # (the first frame's empty table loads no board)
+    from trainconsole.console.core.board import Row
+    from trainconsole.console.core.run_state import RunState
+
+#: The table's keys that the footer has no room for, on the runs pane's bottom border.
+TABLE_KEYS = "/ filter · > sort · # tag · a note"
 #: Fixed widths of every column but "run", which takes the rest of the width.
 WIDTHS = {"status": 8, "strategy": 8, "epoch": 7, "loss": 6, "acc": 5, "rate": 6, "elapsed": 7}
 #: The host column's width, shown only when the rows carry a host (the home holds more than one).
@@ -33,46 +39,41 @@ STATUS_STYLES = {
     "killed": "magenta", "lost": "bold yellow",
 }
 
-Row = tuple[str, tuple[str, ...]]
-#: Rendered cells kept, and cell shapes (see `Shape`): a screenful's, several times over; past it they are
-#: made afresh.
-DRAWN_CELLS = 4000
-#: Drawn lines kept, past which they are drawn afresh.
-DRAWN_LINES = 400
 
-
-class Cell:
-    """A cell's text, styled when it is drawn: only a screenful of 10,000 rows is ever drawn."""
-
-    __slots__ = ("table", "key", "value")
-
-    def __init__(self, table: RunsTable, key: str, value: str) -> None:
-        self.table, self.key, self.value = table, key, value
-
-    def __rich__(self) -> Text:
-        return self.table.styled(self.key, self.value)
-
-    def __str__(self) -> str:
-        return str(self.__rich__())
-
-
-class RunsTable(DataTable[Cell]):
+class RunsTable(CellTable):
     """Every run with its status and latest metrics; the cursor row is the selected run."""
 
-    #: Draw rows and plain cells without DataTable's and Rich's per-cell work (False: as DataTable draws,
-    #: which the tests compare against).
-    FAST = True
+    @dataclass
+    class Rearranged(Message):
+        """Which rows show, or their order or tags, changed: the dashboard draws a frame."""
+
+    @dataclass
+    class TagsTyped(Message):
+        """`#` answered: the run's tags to add and to drop."""
+
+        run_id: str
+        add: list[str]
+        drop: list[str]
+
+    @dataclass
+    class NoteTyped(Message):
+        """`a` answered: the run's note (empty: none)."""
+
+        run_id: str
+        text: str
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=False)
+        super().__init__(id=id, classes=classes)
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
         self._with_host = False
-        self._drawn: dict[tuple[object, ...], SegmentLines] = {}  # rendered cells by text and place
-        self._lines: dict[tuple[object, ...], Strip] = {}  # drawn rows by their cells and place
-        self._shapes: dict[tuple[object, ...], Shape | None] = {}  # how a plain cell is drawn, by place
-        self._pass: tuple[Any, ...] | None = None  # what a render pass's lines share (`_facts`)
+        self.table_view = TableView()
+        self.read_only = False  # (said in the pane's title)
         self._add_columns()
+
+    def on_mount(self) -> None:
+        """Name the keys the footer has no room for."""
+        self.border_subtitle = TABLE_KEYS
 
     def _columns(self) -> tuple[tuple[str, str], ...]:
         return (*COLUMNS, HOST_COLUMN) if self._with_host else COLUMNS
@@ -130,28 +131,99 @@ class RunsTable(DataTable[Cell]):
         if keep in self._cells:
             self.select(keep)
 
-    def _add_rows(self, rows: list[Row]) -> None:
-        """`add_row` for each row, but the cursor's watchers run once, not once a row (their messages cost
-        seconds for 10,000 rows)."""
-        keys = [column.key for column in self.ordered_columns]
-        for run_id, cells in rows:
-            row_key = RowKey(run_id)
-            self._row_locations[row_key] = len(self.rows)
-            self._data[row_key] = {k: self._styled(k.value, c) for k, c in zip(keys, cells, strict=True)}
-            self.rows[row_key] = DataRow(row_key, 1)
-            self._new_rows.add(row_key)
-        self._require_update_dimensions = True
-        self._update_count += 1
-        self.check_idle()
-        if rows:
-            self.cursor_coordinate = self.cursor_coordinate  # as add_row does: a cell may have appeared
-            if len(rows) == self.row_count and self.show_cursor and self.cursor_type != "none":
-                self._highlight_cursor()  # the first rows: the cursor is on one now
+    def show_rows(self, rows: list[Row], runs: dict[str, RunState], now: float, selected: str | None) -> None:
+        """One frame's rows, as this table's view shows them (filtered, sorted, tagged), and the selected
+        run's tags and note in the title."""
+        self.update_rows(self.table_view.arrange(rows, runs, now))
+        self.show_title(selected)
 
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Every column has a set width, so no cell is measured (Textual measures every cell of every new
-        row for its auto-width columns: seconds for 10,000 rows)."""
-        super()._update_dimensions(())
+    def show_title(self, run_id: str | None) -> None:
+        """The selected run's tags and note, whole, in the pane's title (the run column has room for a few
+        letters of them at 80x24), after the filter if one is on."""
+        view = self.table_view
+        tags = " ".join(f"#{t}" for t in view.tags.get(run_id or "", []))
+        meta = " · ".join(part for part in (tags, view.notes.get(run_id or "", "")) if part)
+        title = "runs (read-only)" if self.read_only else "runs"
+        title += f": {view.filter_text}" if view.filter_text else ""
+        title += f" · selected: {meta}" if meta else ""
+        if self.border_title != title:
+            self.border_title = title
+
+    # -- its keys: sort (> < b, a header clicked), tags and notes (# a) -------------------------------
+
+    def sort_next(self) -> None:
+        """`>`: sort by the next column (after the last, the ranking `b` chooses)."""
+        self.table_view.next_sort()
+        self._sorted()
+
+    def reverse_sort(self) -> None:
+        """`<`: reverse the sort column's order."""
+        self.table_view.reverse = not self.table_view.reverse
+        self._sorted()
+
+    def sort_by_ranking(self) -> None:
+        """`b` chose a ranking: no longer sorted by a column."""
+        self.table_view.sort = None
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """A click on a header: sort by that column (again: the other way)."""
+        if event.data_table is self and event.column_key.value:
+            self.table_view.sort_by(event.column_key.value)
+            self._sorted()
+
+    def _sorted(self) -> None:
+        self.notify(f"runs sorted by {self.table_view.describe()}", timeout=3)
+        self.post_message(self.Rearranged())
+
+    def ask_tags(self, run_id: str) -> None:
+        """`#`: ask for the run's tags (it gets exactly the tags typed), then post `TagsTyped`."""
+        old = self.table_view.tags.get(run_id, [])
+
+        def answer(text: str | None) -> None:
+            if text is not None:
+                new = text.replace(",", " ").split()
+                self.post_message(self.TagsTyped(run_id, [t for t in new if t not in old],
+                                                 [t for t in old if t not in new]))
+
+        prompt = f"Tags of {run_id} (space-separated; the run gets exactly these):"
+        self.post_message(AskLine(prompt, " ".join(old), answer, empty_ok=True))
+
+    def ask_note(self, run_id: str) -> None:
+        """`a`: ask for the run's note (empty removes it), then post `NoteTyped`."""
+        def answer(text: str | None) -> None:
+            if text is not None:
+                self.post_message(self.NoteTyped(run_id, text))
+
+        prompt = f"Note of {run_id} (empty removes it):"
+        self.post_message(AskLine(prompt, self.table_view.notes.get(run_id, ""), answer, empty_ok=True))
+
+    # -- what the dashboard's reads found: the filter's runs, tags and notes ---------------------------
+
+    def filter_by(self, text: str) -> None:
+        """A filter was applied (its runs come in `show_matches`): said in the title; the cursor back here."""
+        self.table_view.filter_text = text
+        self.focus()
+
+    def clear_filter(self) -> None:
+        """Every run again."""
+        view = self.table_view
+        view.shown, view.filter_text = None, ""
+        self.focus()
+        self.post_message(self.Rearranged())
+
+    def show_matches(self, shown: set[str]) -> None:
+        """The runs the filter matches now."""
+        if shown != self.table_view.shown:
+            self.table_view.shown = shown
+            self.post_message(self.Rearranged())
+
+    def show_meta(self, tags: dict[str, list[str]], notes: dict[str, str]) -> None:
+        """Runs' tags and notes that changed (re-read from their meta.json)."""
+        self.table_view.tags.update(tags)
+        self.table_view.notes.update(notes)
+        self.post_message(self.Rearranged())
+
+    # -- its columns' widths --------------------------------------------------------------------------
 
     def _fit_status(self, rows: list[Row]) -> None:
         """Widen the status column for a long status (`paused: disk full`), back when it is gone."""
@@ -179,154 +251,6 @@ class RunsTable(DataTable[Cell]):
             self._require_update_dimensions = True
             for run_id, cells in self._cells.items():
                 self.update_cell(run_id, "run", self._styled("run", cells[0]))
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        self._pseudo_class_state = self.get_pseudo_class_state()
-        self._pass = self._facts()  # what every line of this pass shares (reactives are slow to read)
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._pass = None
-
-    def _facts(self) -> tuple[Any, ...]:
-        """What every line drawn now shares: whether it is `_plain`, the line style, the widths, where the
-        cursor and the hover are and whether they show, the pseudo-classes."""
-        widths = tuple(column.get_render_width(self) for column in self.ordered_columns)
-        return (self._plain(), self.rich_style, self.size.width, widths, self.cursor_coordinate.row,
-                self.hover_coordinate.row, self.show_cursor, self._show_hover_cursor,
-                self._pseudo_class_state)
-
-    def render_line(self, y: int) -> Strip:
-        facts = self._pass or self._facts()
-        if not facts[0]:
-            return super().render_line(y)
-        scroll_x, scroll_y = self.scroll_offset
-        if not (self.show_header and y < self.header_height):
-            y += scroll_y
-        return self._render_line(y, scroll_x, scroll_x + facts[2], facts[1])
-
-    def _plain(self) -> bool:
-        """Whether the table is laid out as `_render_line` draws it itself: a row cursor, one-line rows,
-        no fixed rows or columns, no row labels (DataTable's own drawing serves anything else)."""
-        return (self.FAST and self.cursor_type == "row" and not self.fixed_rows and not self.fixed_columns
-                and not self._should_render_row_labels)
-
-    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
-        """A row's line from its kept cells, without DataTable's per-row work (most of a frame's time once
-        the cells are kept); the header, and any table not `_plain`, as DataTable draws them."""
-        facts = self._pass or self._facts()
-        plain, _, width, widths, cursor_row, hover_row, show_cursor, show_hover, pseudo = facts
-        if not plain:
-            return super()._render_line(y, x1, x2, base_style)
-        try:
-            row_key, line_no = self._get_offsets(y)
-        except LookupError:
-            return super()._render_line(y, x1, x2, base_style)
-        row_index = self._row_locations.get(row_key)
-        if row_key is self._header_row_key or row_index is None or line_no:
-            return super()._render_line(y, x1, x2, base_style)
-        cursor, hover = show_cursor and row_index == cursor_row, row_index == hover_row
-        key = (row_index, self._cells.get(row_key.value), cursor, hover, x1, x2, facts)
-        strip = self._lines.get(key)
-        if strip is None:
-            row_style = self._get_row_style(row_index, base_style)
-            segments: list[Segment] = []
-            for column_index, column_width in enumerate(widths):
-                segments.extend(self._render_cell(row_index, column_index, row_style, column_width, cursor,
-                                                  hover)[0])
-            segments.append(Segment(" " * max(0, width - sum(widths)),
-                                    self._extend_style(row_index, row_style, cursor, hover)))
-            strip = Strip(line_crop(segments, x1, x2, width)).adjust_cell_length(width, base_style).simplify()
-            if len(self._lines) > DRAWN_LINES:
-                self._lines.clear()
-            self._lines[key] = strip
-        return strip
-
-    def _extend_style(self, row_index: int, row_style: Style, cursor: bool, hover: bool) -> Style:
-        """The style of the blank past the last column, as DataTable's `_render_line_in_row` makes it."""
-        style, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, self.show_cursor,
-                                                   self._show_hover_cursor, False, False)
-        return row_style + style + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})
-
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False) -> SegmentLines:
-        """A cell's render, kept while the cell's text and place are unchanged; a plain cell (one style, no
-        wider than its column) drawn from its `Shape`, not through Rich.
-
-        DataTable keys its own cache on the whole table's update count, so the one changed cell of a live
-        run rendered every visible cell again, through Rich, at every frame (most of a frame's time)."""
-        column_key = self._column_locations.get_key(column_index)
-        if row_index < 0 and column_key is not None:  # a header: its label (the sort column's arrow)
-            label = self.columns[column_key].label
-            text: tuple[object, ...] = (label.plain, str(label.style), tuple(label.spans))
-            cell = None
-        else:
-            row_key = self._row_locations.get_key(row_index)
-            cell = self._data.get(row_key, {}).get(column_key) if row_key is not None and column_key else None
-            if not isinstance(cell, Cell):  # a cell of DataTable's own
-                return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-            text = (cell.key, cell.value)
-        key = (row_index, column_index, *text, base_style, width, cursor, hover, self._show_hover_cursor,
-               self._pseudo_class_state)
-        lines = self._drawn.get(key)
-        if lines is None:
-            if len(self._drawn) > DRAWN_CELLS:
-                self._drawn.clear()
-            lines = self._drawn[key] = self._draw_cell(cell, row_index, column_index, base_style, width,
-                                                       cursor, hover)
-        return lines
-
-    def _draw_cell(self, cell: Cell | None, row_index: int, column_index: int, base_style: Style, width: int,
-                   cursor: bool, hover: bool) -> SegmentLines:
-        """Render one cell: from its shape where it is plain, else as DataTable does."""
-        if cell is not None and self._plain():
-            text = cell.__rich__()
-            shape_key = (row_index, column_index, str(text.style), text.justify, text.no_wrap, text.overflow,
-                         base_style, width, cursor, hover, self.show_cursor, self._show_hover_cursor,
-                         self._pseudo_class_state)
-            shape = self._shapes.get(shape_key, False)
-            if shape is False:
-                if len(self._shapes) > DRAWN_CELLS:
-                    self._shapes.clear()
-                template = Text("X", style=text.style, justify=text.justify, no_wrap=text.no_wrap,
-                                overflow=text.overflow, end=text.end)
-                shape = self._shapes[shape_key] = Shape.of(
-                    self._rich_cell(template, row_index, column_index, base_style, width, cursor, hover)[0],
-                    self.cell_padding, text.justify, text.overflow)
-            if shape is not None and shape.fits(text):
-                return [shape.line(text.plain)]
-        return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-
-    def _rich_cell(self, text: Text, row_index: int, column_index: int, base_style: Style, width: int,
-                   cursor: bool, hover: bool) -> SegmentLines:
-        """`text` rendered as DataTable renders a one-line body cell at this place (no fixed cells)."""
-        base_style += Style.from_meta({"row": row_index, "column": column_index})
-        component_style, post_style = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-        options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
-        return self.app.console.render_lines(
-            Styled(Padding(text, (0, self.cell_padding)), pre_style=base_style + component_style,
-                   post_style=post_style), options)
-
-    def _clear_caches(self) -> None:
-        """DataTable's caches go (a cursor or layout change): the kept cells, lines and shapes with them."""
-        super()._clear_caches()
-        self._forget_drawn()
-
-    def notify_style_update(self) -> None:
-        """A new theme or style (DataTable clears its caches here without `_clear_caches`)."""
-        super().notify_style_update()
-        self._forget_drawn()
-
-    def _forget_drawn(self) -> None:
-        if hasattr(self, "_drawn"):  # (DataTable's own __init__ may clear its caches before ours exist)
-            self._drawn.clear()
-            self._lines.clear()
-            self._shapes.clear()
-
-    def _styled(self, key: str, value: str) -> Cell:
-        return Cell(self, key, value)
 
     def styled(self, key: str, value: str) -> Text:
         """A cell's value as drawn."""

@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from . import machine
-from .config import SCHEMA, Config, ConfigError, apply_override, read, validate
+from .config import SCHEMA, Config, ConfigError, apply_override, load, read, validate
 from .config_field import Field, checked
 from .config_values import MAX_COUNT, MAX_DEVICES, SEED_MAX, ray_address
 
@@ -64,6 +64,11 @@ def load_tune(path: str | os.PathLike[str], overrides: list[str] = ()) -> Config
     for item in overrides:
         apply_tune_override(raw, item)
     return validate_tune(raw)
+
+
+def load_any(path: str | os.PathLike[str]) -> Config:
+    """A run config, or a tune config when the file has a `[tune]` section, validated."""
+    return load_tune(path) if "tune" in read(path) else load(path)
 
 
 def apply_tune_override(raw: dict[str, Any], item: str) -> None:
