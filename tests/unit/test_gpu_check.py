@@ -31,7 +31,8 @@ def test_without_a_gpu_every_check_is_skipped(tmp_path: Path) -> None:
                           timeout=120, cwd=REPO)
     assert done.returncode == 0, done.stderr
     skipped = [line for line in done.stdout.splitlines() if line.startswith("SKIPPED")]
-    assert len(skipped) == 11 and all(line.endswith("(no GPU)") for line in skipped)  # 9 runs, NVML, pane
+    # 9 runs, the probe's script, NVML, the pane, the host snapshot
+    assert len(skipped) == 13 and all(line.endswith("(no GPU)") for line in skipped)
     assert "| single on cuda:0 | SKIPPED | (no GPU) |" in out.read_text()
     gpu_report = "# GPU check\n\n<!-- gpu-check: cuda -->\n| single on cuda:0 | PASS | ... |\n"
     out.write_text(gpu_report)
