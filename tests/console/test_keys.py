@@ -71,10 +71,10 @@ async def test_s_stops_then_r_resumes(home: Path, tmp_path: Path, long_run: prot
         first_pid = long_run.read_info()["pid"]
         await pilot.press("s")
         await until(pilot, lambda: cell(app, long_run.id, "status") == "stopped", 60, "status stopped")
-        await until(pilot, lambda: not alive([first_pid]), 10, "the stopped process to exit")
+        await until(pilot, lambda: not alive([first_pid]), 30, "the stopped process to exit")
         assert long_run.last_ckpt.exists()
         await pilot.press("r")
-        await until(pilot, lambda: long_run.read_info()["pid"] != first_pid, 20, "a new process")
+        await until(pilot, lambda: long_run.read_info()["pid"] != first_pid, 60, "a new process")
         before = steps(app, long_run.id)
         await until(pilot, lambda: cell(app, long_run.id, "status") == "running", 30, "status running")
         await until(pilot, lambda: steps(app, long_run.id) > before, 60, "the resumed run to train")
