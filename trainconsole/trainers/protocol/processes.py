@@ -103,14 +103,17 @@ def trees(roots: Iterable[int]) -> dict[int, set[int]]:
     return found
 
 
-def group(pgid: int, since: float) -> list[psutil.Process]:
-    """The processes of group `pgid` started since `since`."""
+def group(pgid: int, since: float, session: bool = False) -> list[psutil.Process]:
+    """The processes of group `pgid` started since `since`; with `session`, also those of the session
+    `pgid` leads (processes that made groups of their own stay in their session)."""
     import psutil
 
     found = []
     for proc in psutil.process_iter(["create_time"]):
         try:
-            if os.getpgid(proc.pid) == pgid and proc.info["create_time"] >= since - START_TIME_SLACK_S:
+            if proc.info["create_time"] < since - START_TIME_SLACK_S:
+                continue
+            if os.getpgid(proc.pid) == pgid or (session and os.getsid(proc.pid) == pgid):
                 found.append(proc)
         except (OSError, psutil.Error):
             continue
@@ -118,17 +121,20 @@ def group(pgid: int, since: float) -> list[psutil.Process]:
 
 
 def family(leader: psutil.Process | None, pgid: int | None, since: float) -> list[psutil.Process]:
-    """The leader, all its descendants, and every process of its group started since `since` (the
-    leader's start); never the caller itself.
+    """The leader, all its descendants, and every process of its group, or of the session it leads,
+    started since `since` (the leader's start); never the caller itself.
 
-    A group id stays taken while any member lives, so if the group leader's pid now belongs to a process
-    started at another time, the group is someone else's and is left alone.
+    A run starts as a session leader (pid = pgid = session id), and its session is the one thing every
+    process it started keeps: Ray's raylet puts each worker in a group of its own, so a worker whose
+    raylet is gone (reparented to init: no longer in the leader's tree) is found by its session alone.
+    A group or session id stays taken while any member lives, so if the leader's pid now belongs to a
+    process started at another time, they are someone else's and are left alone.
     """
     procs = tree(leader.pid) if leader is not None else {}
     if pgid:
         leader_started = start_time(pgid)
         if leader_started is None or same_start(leader_started, since):
-            procs.update((p.pid, p) for p in group(pgid, since))
+            procs.update((p.pid, p) for p in group(pgid, since, session=True))
     procs.pop(os.getpid(), None)
     return list(procs.values())
 
