@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #: How far a recorded start time may differ from the kernel's reading and still be the same process
 #: (the kernel counts in clock ticks, 1/100 s; psutil and /proc agree within one).
 START_TIME_SLACK_S = 0.05
+#: How long one round of a kill's freeze waits for the processes it stopped to be stopped (on a loaded
+#: machine each must first be scheduled to take its SIGSTOP; one in uninterruptible sleep takes longer).
+STOP_WAIT_S = 1.0
 
 
 def same_start(a: float, b: float) -> bool:
@@ -159,8 +162,32 @@ def frozen_family(leader: psutil.Process | None, pgid: int | None, since: float,
                 proc.send_signal(signal.SIGSTOP)
             except psutil.Error:
                 pass
+        wait_stopped(list(new.values()))
         found.update(new)
     return list(found.values())
+
+
+def wait_stopped(procs: list[psutil.Process], timeout: float = STOP_WAIT_S) -> None:
+    """Wait (at most `timeout`) until each process has stopped or is gone. A SIGSTOP is only pending until
+    the process next runs: one in the middle of a fork finishes it first, so its new child shows only
+    then, and looking again before would miss it (it would outlive the kill)."""
+    import psutil
+
+    halted = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    deadline = time.monotonic() + timeout
+    while procs and time.monotonic() < deadline:
+        procs = [p for p in procs if _status(p) not in halted]
+        if procs:
+            time.sleep(0.002)
+
+
+def _status(proc: psutil.Process) -> str:
+    import psutil
+
+    try:
+        return proc.status()
+    except psutil.Error:
+        return psutil.STATUS_DEAD
 
 
 def kill_all(procs: list[psutil.Process], timeout: float = 3.0) -> list[psutil.Process]:
