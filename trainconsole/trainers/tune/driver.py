@@ -71,7 +71,7 @@ def build_tuner(run: RunDir, config: Config, resume: bool, events: EventWriter) 
     run_config = tune.RunConfig(
         name=EXPERIMENT, storage_path=str(results_dir(run)), verbose=0,
         callbacks=[bridge.TrialEvents(run.path, events.run_id, tune_cfg),
-                   pending.PendingWatch(run.path, events.run_id)],
+                   pending.PendingWatch(run.path, events.run_id, cluster=bool(tune_cfg["ray_address"]))],
         stop=bridge.TrialStopper(run.path),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
         failure_config=tune.FailureConfig(max_failures=0),

@@ -25,29 +25,32 @@ from ray import tune
 
 from ..protocol import EventWriter
 
-#: Seconds trials may wait with nothing running before the search is said to be stuck.
+#: Seconds trials may wait with nothing running before the search is said to be stuck (on a cluster
+#: longer: its autoscaler may be adding the nodes they wait for).
 ENV_LIMIT = "TRAINCONSOLE_TUNE_STUCK_S"
 DEFAULT_LIMIT_S = 120.0
+CLUSTER_LIMIT_S = 600.0
 #: How many times a stuck search is restarted on a fresh Ray before it ends.
 RESTARTS = 1
 
 STUCK = threading.Event()  # set by the watch in the driver's process; read by the driver after fit()
 
 
-def limit_s() -> float:
-    """The limit: `TRAINCONSOLE_TUNE_STUCK_S` if it is a number > 0, else 120 s."""
+def limit_s(cluster: bool = False) -> float:
+    """The limit: `TRAINCONSOLE_TUNE_STUCK_S` if it is a number > 0, else 120 s (600 s on a cluster)."""
+    default = CLUSTER_LIMIT_S if cluster else DEFAULT_LIMIT_S
     try:
         value = float(os.environ.get(ENV_LIMIT, ""))
     except ValueError:
-        return DEFAULT_LIMIT_S
-    return value if value > 0 else DEFAULT_LIMIT_S
+        return default
+    return value if value > 0 else default
 
 
 class PendingWatch(tune.Callback):
     """Interrupts the search once trials have been pending, with none running, for `limit_s()`."""
 
-    def __init__(self, run_dir: Path, run_id: str) -> None:
-        self.run_dir, self.run_id = run_dir, run_id
+    def __init__(self, run_dir: Path, run_id: str, cluster: bool = False) -> None:
+        self.run_dir, self.run_id, self.cluster = run_dir, run_id, cluster
         self._since: float | None = None  # when the wait began (monotonic; not kept across a restore)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -61,7 +64,7 @@ class PendingWatch(tune.Callback):
         now = time.monotonic()
         if self._since is None:
             self._since = now
-        elif now - self._since >= limit_s():
+        elif now - self._since >= limit_s(self.cluster):
             STUCK.set()
             self.say(len(pending), now - self._since)
             interrupt()
