@@ -1,8 +1,10 @@
 """A kill takes a run whose processes keep starting others in sessions of their own (as a search's raylet
-starts workers) while the kill is under way: none is left."""
+starts workers) while the kill is under way, and a run whose orphans made groups of their own (a Ray
+worker whose raylet is gone): none is left."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -52,3 +54,30 @@ def test_a_kill_leaves_no_process_started_while_it_ran(home: Path) -> None:
         for proc in marked():
             proc.kill()
         subprocess.run(["true"])
+
+
+ORPHANS = f"""
+import subprocess, sys, time
+# A middle process starts three in groups of their own and exits: they go to init, out of the run's tree
+# and group, as a Ray worker does once its raylet is gone, or a trial's DataLoader worker once its trial's is.
+middle = "import subprocess; [subprocess.Popen(['sleep', '{MARK}'], process_group=0) for _ in range(3)]"
+subprocess.run([sys.executable, "-c", middle])
+time.sleep(120)
+"""
+
+
+def test_a_kill_leaves_no_orphan_that_made_a_group_of_its_own(home: Path) -> None:
+    run = runs.launch(protocol.load(EXAMPLES / "digits.toml"), root=protocol.home(),
+                      argv=[sys.executable, "-c", ORPHANS])
+    try:
+        orphans = wait_for(lambda: len(marked()) == 3 and marked(), timeout=30, what="the orphans")
+        tree = runs.leader(run).children(recursive=True)
+        assert not {p.pid for p in orphans} & {p.pid for p in tree}  # out of the run's tree
+        assert all(os.getpgid(p.pid) == p.pid for p in orphans)  # and out of its group
+        assert runs.kill(run) == []
+        time.sleep(3.0)
+        left = [p for p in orphans if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        assert left == [], f"{len(left)} left"
+    finally:
+        for proc in marked():
+            proc.kill()

@@ -46,10 +46,10 @@ window.WebSocket = class extends NativeWebSocket {
 class Served:
     """One `trainconsole serve --port 0 ARGS` for a home; its URLs as printed."""
 
-    def __init__(self, home: Path, *args: str) -> None:
+    def __init__(self, home: Path, *args: str, cwd: Path = REPO) -> None:
         self.home = home
         env = {**os.environ, "TRAINCONSOLE_HOME": str(home)}
-        self.process = subprocess.Popen([EXE, "serve", "--port", "0", *args], cwd=REPO, env=env,
+        self.process = subprocess.Popen([EXE, "serve", "--port", "0", *args], cwd=cwd, env=env,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.printed: list[str] = []
         assert self.process.stdout is not None
@@ -101,8 +101,8 @@ def consoles_of(home: Path) -> list[int]:
 
 def _is_console(process: psutil.Process) -> bool:
     try:
-        return process.cmdline()[1:] in (["-m", "trainconsole.console"], ["-m", "trainconsole.console",
-                                                                          "--read-only"])
+        return process.cmdline()[1:] in (["-P", "-m", "trainconsole.console"],
+                                         ["-P", "-m", "trainconsole.console", "--read-only"])
     except (psutil.NoSuchProcess, psutil.ZombieProcess, IndexError):
         return False
 

@@ -188,6 +188,6 @@ async def test_a_read_only_server_hands_out_read_only_consoles_only(module_home:
                     "Cookie": f"{morsel.key}={morsel.value}", "Origin": f"http://{split.netloc}"}) as ws:
                 await ws.receive(timeout=60)
                 (console,) = served.consoles()
-                assert console.cmdline()[1:] == ["-m", "trainconsole.console", "--read-only"]
+                assert console.cmdline()[1:] == ["-P", "-m", "trainconsole.console", "--read-only"]
     finally:
         served.stop()

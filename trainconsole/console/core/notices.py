@@ -12,7 +12,8 @@ from trainconsole.console.core.run_state import Event, RunState, label
 from trainconsole.console.core.run_update import RunUpdate
 
 #: The warnings worth a notice (the others stay in the run's log pane).
-TROUBLES = {"memory_leak": "a memory leak", "diverging": "a diverging loss", "disk_full": "the disk is full"}
+TROUBLES = {"memory_leak": "a memory leak", "diverging": "a diverging loss", "disk_full": "the disk is full",
+            "trials_stuck": "trials wait with nothing running"}
 
 
 @dataclass(frozen=True)

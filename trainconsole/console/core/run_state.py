@@ -232,8 +232,8 @@ def _final(run: RunState, e: Event, t: float) -> None:
         best = e.get("best_val_acc", run.best_val_acc)
         text = "finished" + (f": best val acc {best:.4f}" if _is_num(best) else "")
         run.notes.append(Note(t, "info", text))
-    else:  # a Slurm end says how, in Slurm's words (`JOB 7 ON n1 CANCELLED AT ...`)
-        said = f"{kind}: {e['cause']}" if kind == "killed" and e.get("cause") else kind
+    else:  # a Slurm end says how, in Slurm's words (`JOB 7 ON n1 CANCELLED AT ...`); a stuck search why
+        said = f"{kind}: {e['cause']}" if kind in ("killed", "stopped") and e.get("cause") else kind
         run.notes.append(Note(t, "warning" if kind == "killed" else "info", said))
     if run.search is not None and kind != "finished":  # its trials under way ended with it
         run.search.ended_with(FINAL[kind])

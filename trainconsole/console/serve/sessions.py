@@ -13,20 +13,21 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from dataclasses import dataclass, field
 
 from textual_serve.app_service import AppService
 
 from trainconsole.console.hangup import SERVE_PID
+from trainconsole.trainers.protocol.launch import module_command
 
 QUIT_GRACE_S = 3.0  # a console asked to quit exits well within this; then its process group is killed
 
 
 def console_argv(read_only: bool) -> list[str]:
-    """The command of one tab's console: this Python's `python -m trainconsole.console`, read-only if the tab
-    is."""
-    return [sys.executable, "-m", "trainconsole.console", *(["--read-only"] if read_only else [])]
+    """The command of one tab's console: this Python's `python -P -m trainconsole.console`, read-only if the
+    tab is. `-P`: serve's directory is not on the console's sys.path, so a user's own `trainconsole/`
+    folder there cannot shadow ours (as for runs, `protocol.launch`)."""
+    return [*module_command("trainconsole.console"), *(["--read-only"] if read_only else [])]
 
 
 class Session(AppService):

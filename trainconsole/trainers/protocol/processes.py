@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 #: How far a recorded start time may differ from the kernel's reading and still be the same process
 #: (the kernel counts in clock ticks, 1/100 s; psutil and /proc agree within one).
 START_TIME_SLACK_S = 0.05
+#: How long one round of a kill's freeze waits for the processes it stopped to be stopped (on a loaded
+#: machine each must first be scheduled to take its SIGSTOP; one in uninterruptible sleep takes longer).
+STOP_WAIT_S = 1.0
 
 
 def same_start(a: float, b: float) -> bool:
@@ -103,14 +106,17 @@ def trees(roots: Iterable[int]) -> dict[int, set[int]]:
     return found
 
 
-def group(pgid: int, since: float) -> list[psutil.Process]:
-    """The processes of group `pgid` started since `since`."""
+def group(pgid: int, since: float, session: bool = False) -> list[psutil.Process]:
+    """The processes of group `pgid` started since `since`; with `session`, also those of the session
+    `pgid` leads (processes that made groups of their own stay in their session)."""
     import psutil
 
     found = []
     for proc in psutil.process_iter(["create_time"]):
         try:
-            if os.getpgid(proc.pid) == pgid and proc.info["create_time"] >= since - START_TIME_SLACK_S:
+            if proc.info["create_time"] < since - START_TIME_SLACK_S:
+                continue
+            if os.getpgid(proc.pid) == pgid or (session and os.getsid(proc.pid) == pgid):
                 found.append(proc)
         except (OSError, psutil.Error):
             continue
@@ -118,17 +124,20 @@ def group(pgid: int, since: float) -> list[psutil.Process]:
 
 
 def family(leader: psutil.Process | None, pgid: int | None, since: float) -> list[psutil.Process]:
-    """The leader, all its descendants, and every process of its group started since `since` (the
-    leader's start); never the caller itself.
+    """The leader, all its descendants, and every process of its group, or of the session it leads,
+    started since `since` (the leader's start); never the caller itself.
 
-    A group id stays taken while any member lives, so if the group leader's pid now belongs to a process
-    started at another time, the group is someone else's and is left alone.
+    A run starts as a session leader (pid = pgid = session id), and its session is the one thing every
+    process it started keeps: Ray's raylet puts each worker in a group of its own, so a worker whose
+    raylet is gone (reparented to init: no longer in the leader's tree) is found by its session alone.
+    A group or session id stays taken while any member lives, so if the leader's pid now belongs to a
+    process started at another time, they are someone else's and are left alone.
     """
     procs = tree(leader.pid) if leader is not None else {}
     if pgid:
         leader_started = start_time(pgid)
         if leader_started is None or same_start(leader_started, since):
-            procs.update((p.pid, p) for p in group(pgid, since))
+            procs.update((p.pid, p) for p in group(pgid, since, session=True))
     procs.pop(os.getpid(), None)
     return list(procs.values())
 
@@ -153,8 +162,32 @@ def frozen_family(leader: psutil.Process | None, pgid: int | None, since: float,
                 proc.send_signal(signal.SIGSTOP)
             except psutil.Error:
                 pass
+        wait_stopped(list(new.values()))
         found.update(new)
     return list(found.values())
+
+
+def wait_stopped(procs: list[psutil.Process], timeout: float = STOP_WAIT_S) -> None:
+    """Wait (at most `timeout`) until each process has stopped or is gone. A SIGSTOP is only pending until
+    the process next runs: one in the middle of a fork finishes it first, so its new child shows only
+    then, and looking again before would miss it (it would outlive the kill)."""
+    import psutil
+
+    halted = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP, psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    deadline = time.monotonic() + timeout
+    while procs and time.monotonic() < deadline:
+        procs = [p for p in procs if _status(p) not in halted]
+        if procs:
+            time.sleep(0.002)
+
+
+def _status(proc: psutil.Process) -> str:
+    import psutil
+
+    try:
+        return proc.status()
+    except psutil.Error:
+        return psutil.STATUS_DEAD
 
 
 def kill_all(procs: list[psutil.Process], timeout: float = 3.0) -> list[psutil.Process]:

@@ -14,7 +14,7 @@ from ray import tune
 
 from ..protocol import Config, EventWriter, RunDir
 from ..protocol.tune_config import plain, short_names
-from . import bridge, session, space, stopping
+from . import bridge, pending, session, space, stopping
 from .trial import train_trial
 
 EXPERIMENT = "search"
@@ -35,6 +35,14 @@ def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -
             events.emit("stopped", trials=0)
             return "stopped"
         grid = build_tuner(run, config, resume, events).fit()
+        for _ in range(pending.RESTARTS):  # trials stuck pending: the saved search on a fresh Ray
+            if not pending.stuck() or stopping.requested():
+                break
+            pending.clear()
+            session.stop(temp)
+            temp = session.start(run.path, tune_cfg, address)
+            events.emit("warning", code="search_restarted", message="the search goes on, on a fresh Ray")
+            grid = build_tuner(run, config, True, events).fit()
         return report_end(grid, tune_cfg, events)
     finally:
         session.stop(temp)
@@ -62,7 +70,8 @@ def build_tuner(run: RunDir, config: Config, resume: bool, events: EventWriter) 
     )
     run_config = tune.RunConfig(
         name=EXPERIMENT, storage_path=str(results_dir(run)), verbose=0,
-        callbacks=[bridge.TrialEvents(run.path, events.run_id, tune_cfg)],
+        callbacks=[bridge.TrialEvents(run.path, events.run_id, tune_cfg),
+                   pending.PendingWatch(run.path, events.run_id, cluster=bool(tune_cfg["ray_address"]))],
         stop=bridge.TrialStopper(run.path),
         checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
         failure_config=tune.FailureConfig(max_failures=0),
@@ -96,12 +105,14 @@ def started_fields(config: Config, temp: Path | None, init_s: float, resume: boo
 
 
 def report_end(grid: Any, tune_cfg: dict[str, Any], events: EventWriter) -> str:
-    """`stopped` after a SIGTERM; else `finished` with the best trial, or `failed` if none reported."""
+    """`stopped` after a SIGTERM or with trials stuck pending (`pending`); else `finished` with the best
+    trial, or `failed` if none reported."""
     names = short_names(list(tune_cfg["space"]))
     counts = {"trials": len(grid), "errors": grid.num_errors}
-    if stopping.requested():
+    if stopping.requested() or pending.stuck():
         bridge.mark_unfinished_stopped(events)
-        events.emit("stopped", **counts)
+        stuck = {"cause": "trials pending with nothing running"} if not stopping.requested() else {}
+        events.emit("stopped", **counts, **stuck)
         return "stopped"
     column = tune_cfg["metric"]
     try:
