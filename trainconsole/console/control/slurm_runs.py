@@ -45,6 +45,8 @@ def stop(run: RunDir, status: Callable[[RunDir], str], grace: float) -> str:
         job = slurm_jobs.job(info)
         if status(run) not in ("running", "queued") or job is None:
             return status(run)
+        # ours: a run that ends `stopped` from now on was stopped, not cancelled (slurm_jobs.stop_asked)
+        run.update_info(slurm={**info["slurm"], "stop_asked_at": time.time()})
         if job.pending or not slurm_jobs.started_here(info):
             slurm.cancel(slurm_jobs.job_of(info) or "")
             EventWriter(run.events, run.id).emit("stopped", queued=True, slurm_job=job.job_id)

@@ -259,7 +259,8 @@ class Tailer:
     def _refresh(self, t: TrackedRun) -> RunUpdate | None:
         """Re-read a changed run.json, and check whether an unfinished run's process still lives."""
         info_changed = self._refresh_info(t)
-        if not (info_changed or t.alive is not False or hosts.remote(t.info or {})):
+        if not (info_changed or t.alive is not False or hosts.remote(t.info or {})
+                or hosts.slurm_says(t.info or {})):  # (an outside scancel: Slurm's word comes later)
             return None  # a vanished process does not come back unless run.json changes (a resume);
             # a run on another host is asked each time: its heartbeat may come back (a slow file system)
         # launch() writes run.json just before it starts the process: give it a moment.
