@@ -52,7 +52,10 @@ def stop(run: RunDir, status: Callable[[RunDir], str], grace: float) -> str:
             EventWriter(run.events, run.id).emit("stopped", queued=True, slurm_job=job.job_id)
             run.update_info(ended_at=time.time())
             return status(run)
-        slurm.signal(job.job_id, "TERM", batch=(info["slurm"].get("nodes_asked") or 1) == 1)
+        # one node, or a search (its driver is the batch step; its Ray's nodes end with the job): the batch
+        # step; a ddp run across nodes: every node's task
+        alone = (info["slurm"].get("nodes_asked") or 1) == 1 or info.get("kind") == "tune"
+        slurm.signal(job.job_id, "TERM", batch=alone)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and status(run) in ("running", "queued"):
         time.sleep(0.2)
