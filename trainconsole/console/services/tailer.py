@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
@@ -267,9 +267,10 @@ class Tailer:
         info = t.info or {}
         launching = not info.get("pid") and time.time() - t.info_mtime < LAUNCH_GRACE_S
         alive = None if launching else hosts.alive(t.run.path, info)
-        if alive == t.alive and not info_changed:
+        reason = slurm_reason(info) if alive else ""
+        if alive == t.alive and reason == t.slurm_reason and not info_changed:
             return None
-        t.alive = alive
+        t.alive, t.slurm_reason = alive, reason
         return t.update() if t.seen else None  # an unseen run's first read carries the facts
 
     def _refresh_info(self, t: TrackedRun) -> bool:
@@ -299,6 +300,17 @@ class Tailer:
             if (folder, size) != t.summarized_files:
                 self._follow(t)
         self._checked += CHECKS
+
+
+def slurm_reason(info: dict[str, Any]) -> str:
+    """Why a Slurm run's job waits, in Slurm's word (`Resources`, `Priority`...); "" for any other run
+    or a job not waiting (Slurm says `None` until it first looks at one). One cached squeue for all."""
+    if "slurm" not in info or hosts.ended(info):
+        return ""
+    from trainconsole.trainers.protocol import slurm_jobs  # (here: few runs are Slurm's)
+
+    reason = slurm_jobs.reason(info)
+    return "" if reason in (None, "None") else reason
 
 
 def _load_index(home: Path) -> dict[str, Summary]:
