@@ -57,6 +57,17 @@ def test_a_killed_search_on_two_nodes_leaves_no_ray(cluster: Cluster, home: Path
     wait_for(lambda: not ray_left(home, run_id, job_id), 60, "no Ray process left on any node")
 
 
+def test_a_stopped_search_on_two_nodes_ends_stopped_and_leaves_no_ray(cluster: Cluster, home: Path,
+                                                                       tmp_path: Path) -> None:
+    run_id = _tune(_two_trials(tmp_path, epochs=50))
+    wait_for(lambda: len(trial_nodes(home, run_id)) == 2, 240, "a trial running on each node")
+    job_id = row(run_id)["slurm"]["job_id"]
+    assert cli("stop", run_id, timeout=240).returncode == 0  # the driver's own stop: trials checkpoint
+    assert row(run_id)["status"] == "stopped"
+    wait_for(lambda: not in_squeue(cluster, job_id), 60, "the job to end with its search")
+    wait_for(lambda: not ray_left(home, run_id, job_id), 60, "no Ray process left on any node")
+
+
 def _tune(config: Path) -> str:
     done = cli("tune", str(config), "--slurm", "--nodes", "2")
     assert done.returncode == 0, done.stderr
