@@ -35,8 +35,8 @@ def node_count() -> int:
 def first_node_addr() -> str:
     """The address of the allocation's first node (`NodeAddr`: its host name unless the cluster says)."""
     nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
-    names = _scontrol("show", "hostnames", nodelist).split() or [nodelist]
-    for field in _scontrol("show", "node", names[0], "-o").split():
+    names = scontrol("show", "hostnames", nodelist).split() or [nodelist]
+    for field in scontrol("show", "node", names[0], "-o").split():
         if field.startswith("NodeAddr="):
             return field.split("=", 1)[1]
     return names[0]
@@ -85,7 +85,8 @@ def _set_strategy(run: RunDir, target: RunDir, spec: dict[str, object]) -> None:
     os.replace(tmp, target.config)
 
 
-def _scontrol(*args: str) -> str:
+def scontrol(*args: str) -> str:
+    """`scontrol ARGS`' output ("" if it fails or hangs)."""
     try:
         done = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 from . import slurm_nodes
 from .protocol import RunDir
@@ -33,13 +34,13 @@ HEAD_WAIT_S = 120.0
 def hostnames() -> list[str]:
     """The allocation's nodes, first node first."""
     nodelist = os.environ.get("SLURM_JOB_NODELIST", "")
-    return slurm_nodes._scontrol("show", "hostnames", nodelist).split() or [nodelist]
+    return slurm_nodes.scontrol("show", "hostnames", nodelist).split() or [nodelist]
 
 
 def node_ip(name: str) -> str:
     """A node's address as Slurm reaches it (its `NodeAddr`), as an IP address for Ray."""
     addr = name
-    for field in slurm_nodes._scontrol("show", "node", name, "-o").split():
+    for field in slurm_nodes.scontrol("show", "node", name, "-o").split():
         if field.startswith("NodeAddr="):
             addr = field.split("=", 1)[1]
     try:
@@ -104,19 +105,19 @@ def start(run: RunDir) -> list[subprocess.Popen[bytes]]:
     head = f"{ips[0]}:{base_port()}"
     # the job's own token: every node's Ray and the driver have it (srun and exec pass the environment on)
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
-    log = open(run.path / "ray-nodes.log", "ab")  # noqa: SIM115 - the steps' output, for as long as they run
-    steps = [_step(names[0], ray_start(run, 0, ips[0], head), log)]
-    _wait_open(ips[0], base_port(), steps[0])
-    steps += [_step(name, ray_start(run, rank, ip, head), log)
-              for rank, (name, ip) in enumerate(zip(names, ips, strict=True)) if rank > 0]
+    with open(run.path / "ray-nodes.log", "ab") as log:  # the steps' output (each keeps its own copy)
+        steps = [_step(names[0], ray_start(run, 0, ips[0], head), log)]
+        _wait_open(ips[0], base_port(), steps[0])
+        steps += [_step(name, ray_start(run, rank, ip, head), log)
+                  for rank, (name, ip) in enumerate(zip(names, ips, strict=True)) if rank > 0]
     os.environ[ENV_ADDRESS], os.environ[ENV_NODES] = head, str(len(names))
     return steps
 
 
-def _step(node: str, argv: list[str], log: object) -> subprocess.Popen[bytes]:
+def _step(node: str, argv: list[str], log: BinaryIO) -> subprocess.Popen[bytes]:
     """One job step on `node` (its `srun` client stays a child of the batch step: ended with it)."""
     srun = ["srun", "--nodes=1", "--ntasks=1", f"--nodelist={node}", "--kill-on-bad-exit=1", *argv]
-    return subprocess.Popen(srun, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)  # type: ignore[arg-type]
+    return subprocess.Popen(srun, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
 
 
 def _wait_open(ip: str, port: int, step: subprocess.Popen[bytes]) -> None:
