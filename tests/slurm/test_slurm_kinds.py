@@ -10,7 +10,7 @@ import psutil
 import pytest
 from processes import wait_for
 from slurm_cluster import Cluster
-from slurm_helpers import ROOT, cli, in_squeue, row
+from slurm_helpers import ROOT, cli, events, in_squeue, row
 
 pytestmark = pytest.mark.slow
 
@@ -65,6 +65,8 @@ def test_a_script_with_nproc_runs_under_torchrun_across_the_two_nodes(cluster: C
     said = "".join(p.read_text() for p in (home / "runs" / run_id).rglob("*.log"))
     # one rank on each node, one world of two: the all-reduce summed both
     assert "rank 0 of 2 sum=2 on n1" in said and "rank 1 of 2 sum=2 on n2" in said, said
+    started = next(e for e in events(home, run_id) if e["type"] == "started")
+    assert started["strategy"] == "torchrun" and started["world_size"] == 2
 
 
 def _two_trials(tmp_path: Path) -> Path:

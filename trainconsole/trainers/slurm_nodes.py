@@ -77,6 +77,12 @@ def rendezvous() -> list[str]:
             f"--master-port={master_port}"]
 
 
+def rendezvous_nodes() -> int:
+    """The nodes of a script run's torchrun (`ENV_RENDEZVOUS`; 1 on one node)."""
+    spec = os.environ.get(ENV_RENDEZVOUS, "").split(",")
+    return int(spec[0]) if len(spec) == 4 and spec[0].isdigit() else 1
+
+
 def _set_strategy(run: RunDir, target: RunDir, spec: dict[str, object]) -> None:
     config = load(run.config)
     config["strategy"].update(spec)
