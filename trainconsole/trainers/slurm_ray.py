@@ -72,6 +72,9 @@ def temp_dir(run: RunDir, rank: int) -> str:
     inside = run.path.resolve() / "ray" / f"node{rank}"
     inside.mkdir(mode=0o700, parents=True, exist_ok=True)
     link = Path("/tmp") / f"tcray-j{os.environ.get('SLURM_JOB_ID', '0')}-{rank}"
+    for old in link.parent.glob("tcray-j*"):  # the links of searches whose run directory is gone
+        if old.is_symlink() and not old.exists():
+            old.unlink(missing_ok=True)
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(inside, target_is_directory=True)
