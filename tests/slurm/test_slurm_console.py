@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 from slurm_cluster import Cluster
-from slurm_helpers import DIGITS, launch, row
+from slurm_helpers import DIGITS, cli, fill_nodes, launch, row
+from textual.widgets.data_table import CellDoesNotExist
 
 from trainconsole.console.app import TrainConsole
 from trainconsole.console.services.gpu import SimulatedGpus
@@ -24,7 +25,10 @@ async def test_the_console_follows_a_slurm_run_to_its_end(cluster: Cluster, home
 
         def status() -> str:
             table = app.main.query_one(RunsTable) if app.dashboard else None
-            state = str(table.get_cell(run_id, "status")) if table and run_id in app.board.runs else ""
+            try:
+                state = str(table.get_cell(run_id, "status")) if table and run_id in app.board.runs else ""
+            except CellDoesNotExist:  # on the board, not yet drawn in the table
+                state = ""
             seen.add(state)
             return state
 
@@ -36,3 +40,25 @@ async def test_the_console_follows_a_slurm_run_to_its_end(cluster: Cluster, home
         notes = [note.text for note in app.board.runs[run_id].notes]
         assert any(text.startswith("queued: Slurm job ") for text in notes), notes
         assert app.board.runs[run_id].best_val_acc == pytest.approx(row(run_id)["last"]["best_val_acc"])
+
+
+async def test_a_waiting_job_shows_slurms_reason_in_its_status_cell(cluster: Cluster, home: Path) -> None:
+    fill_nodes(cluster)
+    run_id = launch(DIGITS, "--slurm")
+    app = TrainConsole(home=home, sampler=SimulatedGpus(0), config_path=Path(DIGITS))
+    async with app.run_test(size=(160, 40)) as pilot:
+
+        def status() -> str:
+            table = app.main.query_one(RunsTable) if app.dashboard else None
+            try:
+                return str(table.get_cell(run_id, "status")) if table and run_id in app.board.runs else ""
+            except CellDoesNotExist:
+                return ""
+
+        for _ in range(600):  # up to a minute
+            if status() in ("queued: Resources", "queued: Priority"):
+                break
+            await pilot.pause(0.1)
+        assert status() in ("queued: Resources", "queued: Priority")
+        assert row(run_id)["slurm"]["reason"] in status()  # the word `ls` gives
+    assert cli("kill", run_id).returncode == 0

@@ -44,3 +44,14 @@ def test_ddp_on_two_nodes_trains_as_two_ranks_on_one(cluster: Cluster, home: Pat
     assert one_node.returncode == 0, one_node.stderr
     mine, theirs = losses(home, two_nodes), losses(home, one_node.stdout.strip())
     assert len(mine) == 2 and mine == pytest.approx(theirs, abs=1e-3)
+
+
+def test_stop_of_a_two_node_run_checkpoints_and_ends_both_nodes(cluster: Cluster, home: Path) -> None:
+    run_id = launch(DIGITS, *DDP, "--set", "train.epochs=500", "--nodes", "2")
+    run = home / "runs" / run_id
+    wait_for(lambda: (run / "checkpoints" / "last.pt").exists(), 240, "a first checkpoint")
+    job_id = row(run_id)["slurm"]["job_id"]
+    assert cli("stop", run_id, timeout=240).returncode == 0  # TERM to each node's task
+    assert row(run_id)["status"] == "stopped"
+    assert node_events(run / "nodes" / "1")[-1]["type"] == "stopped"  # the second node stopped with it
+    wait_for(lambda: job_id not in cluster.jobs(), 60, "the job to leave squeue")

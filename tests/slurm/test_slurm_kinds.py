@@ -10,7 +10,7 @@ import psutil
 import pytest
 from processes import wait_for
 from slurm_cluster import Cluster
-from slurm_helpers import ROOT, cli, in_squeue, row
+from slurm_helpers import ROOT, cli, events, in_squeue, row
 
 pytestmark = pytest.mark.slow
 
@@ -39,6 +39,34 @@ def test_a_script_and_a_search_run_as_slurm_jobs(cluster: Cluster, home: Path, t
 
     wait_for(lambda: not left(), 60, "the driver and Ray to exit after the search's last word")
     assert not in_squeue(cluster, row(run_id)["slurm"]["job_id"])
+
+
+RANKS = """import os
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+total = torch.ones(1)
+dist.all_reduce(total)
+print(f"rank {dist.get_rank()} of {dist.get_world_size()} sum={total.item():.0f} "
+      f"on {os.environ.get('SLURMD_NODENAME')}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_a_script_with_nproc_runs_under_torchrun_across_the_two_nodes(cluster: Cluster, home: Path,
+                                                                      tmp_path: Path) -> None:
+    script = tmp_path / "ranks.py"
+    script.write_text(RANKS)
+    done = cli("run", "--script", str(script), "--nproc", "1", "--slurm", "--nodes", "2", "--wait")
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.strip()
+    assert row(run_id)["status"] == "finished" and row(run_id)["slurm"]["nodes"] == "n[1-2]"
+    said = "".join(p.read_text() for p in (home / "runs" / run_id).rglob("*.log"))
+    # one rank on each node, one world of two: the all-reduce summed both
+    assert "rank 0 of 2 sum=2 on n1" in said and "rank 1 of 2 sum=2 on n2" in said, said
+    started = next(e for e in events(home, run_id) if e["type"] == "started")
+    assert started["strategy"] == "torchrun" and started["world_size"] == 2
 
 
 def _two_trials(tmp_path: Path) -> Path:

@@ -91,14 +91,24 @@ def test_kill_of_a_pending_job_takes_it_out_of_the_queue(cluster: Cluster, home:
     assert not in_squeue(cluster, job_id)
 
 
-OUTSIDE_TERM = ("known bug (issue 36 open): scancel sends SIGTERM before SIGKILL, and a run already "
-                "training takes it as its own stop and ends `stopped`, not `killed` (3 of 3, quiet machine)")
+def test_stop_of_a_pending_job_stays_stopped_once_slurm_says_cancelled(cluster: Cluster, home: Path) -> None:
+    fill_nodes(cluster)
+    run_id = launch(DIGITS, "--slurm")
+    job_id = wait_for(lambda: row(run_id)["status"] == "queued" and row(run_id)["slurm"]["job_id"], 30,
+                      "queued")
+    assert cli("stop", run_id).returncode == 0
+    # Slurm ends it CANCELLED, as it would an outside scancel: ours was asked, so it stays `stopped`
+    wait_for(lambda: cluster.run("squeue", "-h", "--states=all", "-j", job_id, "-o", "%T").stdout.strip()
+             == "CANCELLED", 30, "Slurm to say CANCELLED")
+    assert row(run_id)["status"] == "stopped"
+    assert [e["type"] for e in events(home, run_id)][-1] == "stopped"
 
 
-@pytest.mark.xfail(strict=False, reason=OUTSIDE_TERM)
 def test_an_outside_scancel_shows_killed_in_slurms_words(cluster: Cluster, home: Path) -> None:
     run_id = launch(DIGITS, "--slurm", "--set", "train.epochs=500")
     wait_for(lambda: row(run_id)["status"] == "running", 60, "running")
+    # training, so that Slurm's first SIGTERM meets the run's stop handler (it ends `stopped` by itself)
+    wait_for(lambda: (home / "runs" / run_id / "checkpoints" / "last.pt").exists(), 120, "a first checkpoint")
     pid, job_id = row(run_id)["pid"], row(run_id)["slurm"]["job_id"]
     cluster.run("scancel", job_id)
     cancelled = time.monotonic()

@@ -24,7 +24,7 @@ from types import FrameType
 from trainconsole.trainers.protocol import RunDir, hosts, processes
 from trainconsole.trainers.protocol.processes import own_start_time
 
-from . import slurm_nodes
+from . import slurm_nodes, slurm_ray
 from .signals import hold_stops, release_stops
 
 #: How long the batch step waits to be ended by its own requeue.
@@ -60,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGUSR1, lambda signum, frame: LIMIT.set())
     if int(os.environ.get("SLURM_RESTART_COUNT") or 0) > 0 and "--resume" not in command:
         command.append("--resume")  # the job came back: the run goes on from its last.pt
-    if slurm_nodes.node_count() > 1:  # one task per node: the rendezvous, and this node's directory
+    if slurm_nodes.node_count() > 1 and run.read_info().get("kind") == "tune":
+        slurm_ray.start(run)  # a search: Ray's nodes as job steps; this batch step becomes its driver
+    elif slurm_nodes.node_count() > 1:  # one task per node: the rendezvous, and this node's directory
         node, command = slurm_nodes.place(run, command)
         if node is not run:
             _to_run_logs(node)

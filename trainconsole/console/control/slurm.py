@@ -54,8 +54,10 @@ def batch_script(run: RunDir, info: dict[str, Any], command: list[str], slurm: d
     if slurm["sbatch_args"]:
         lines.append(f"# submitted with: sbatch {shlex.join(slurm['sbatch_args'])}")
     python = shlex.quote(sys.executable)
-    # across nodes, one task per node (srun); a task's failure ends the others, never a hang
-    launcher = "srun --ntasks-per-node=1 --kill-on-bad-exit=1 " if slurm["nodes"] > 1 else ""
+    # across nodes, one task per node (srun); a task's failure ends the others, never a hang (a search
+    # starts its Ray's nodes as steps of its own: trainers/slurm_ray.py)
+    across = slurm["nodes"] > 1 and info.get("kind") != "tune"
+    launcher = "srun --ntasks-per-node=1 --kill-on-bad-exit=1 " if across else ""
     lines += ["", f"cd {shlex.quote(cwd)}", "export PYTHONUNBUFFERED=1",
               # plug-ins resolve from here, after the installed packages (never shadowing them)
               f"export {ENV_LAUNCH_DIR}={shlex.quote(cwd)}",

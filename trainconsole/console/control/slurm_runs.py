@@ -45,12 +45,17 @@ def stop(run: RunDir, status: Callable[[RunDir], str], grace: float) -> str:
         job = slurm_jobs.job(info)
         if status(run) not in ("running", "queued") or job is None:
             return status(run)
+        # ours: a run that ends `stopped` from now on was stopped, not cancelled (slurm_jobs.stop_asked)
+        run.update_info(slurm={**info["slurm"], "stop_asked_at": time.time()})
         if job.pending or not slurm_jobs.started_here(info):
             slurm.cancel(slurm_jobs.job_of(info) or "")
             EventWriter(run.events, run.id).emit("stopped", queued=True, slurm_job=job.job_id)
             run.update_info(ended_at=time.time())
             return status(run)
-        slurm.signal(job.job_id, "TERM", batch=(info["slurm"].get("nodes_asked") or 1) == 1)
+        # one node, or a search (its driver is the batch step; its Ray's nodes end with the job): the batch
+        # step; a ddp run across nodes: every node's task
+        alone = (info["slurm"].get("nodes_asked") or 1) == 1 or info.get("kind") == "tune"
+        slurm.signal(job.job_id, "TERM", batch=alone)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and status(run) in ("running", "queued"):
         time.sleep(0.2)

@@ -84,7 +84,7 @@ class Board:
         self.apply(update.run_id, update.events)
         if update.info is not None:
             run.set_info(update.info, update.epochs)
-        run.alive, run.problem = update.alive, update.problem
+        run.alive, run.problem, run.slurm_reason = update.alive, update.problem, update.slurm_reason
         run.notes.extend(update.notes)
         self._dirty.add(update.run_id)
 
@@ -132,10 +132,13 @@ def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
 
 
 def status_text(run: RunState) -> str:
-    """The status cell: `paused: disk full` / `lost: disk full` for a run stuck on a full disk."""
+    """The status cell: `paused: disk full` / `lost: disk full` for a run stuck on a full disk,
+    `queued: Resources` for a Slurm job waiting (Slurm's reason)."""
     status = run.status
     if run.disk_full and status in ("running", "lost"):
         return ("paused" if status == "running" else status) + ": disk full"
+    if status == "queued" and run.slurm_reason:  # Slurm's own word on why its job waits
+        return f"queued: {run.slurm_reason}"
     return status
 
 

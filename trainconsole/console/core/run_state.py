@@ -47,6 +47,7 @@ class RunState(RunRow):
     name: str = ""
     alive: bool | None = None
     queue_facts: dict[str, Any] = field(default_factory=dict)  # run.json's `queued` and `dequeued_at`
+    slurm_reason: str = ""  # why its Slurm job waits (`Resources`, `Priority`...), while it does
     problem: str = ""
     mem: Mem | None = None
     train_loss: Series = field(default_factory=Series)  # the loss (or, wanting one, the first loss-like)

@@ -26,12 +26,13 @@ class RunUpdate:
     alive: bool | None = None  # the run's process lives (None: not known yet)
     problem: str = ""  # why its files cannot be read, if they cannot
     gone: bool = False  # its directory was removed
+    slurm_reason: str = ""  # why its Slurm job waits (`Resources`, `Priority`...), while it does
 
     def then(self, newer: RunUpdate) -> RunUpdate:
         """This update followed by a newer one, as one: a newer state already holds this one's events."""
         events = newer.events if newer.state is not None else self.events + newer.events
         return RunUpdate(self.run_id, newer.state or self.state, events, self.notes + newer.notes, newer.info,
-                         newer.epochs, newer.alive, newer.problem, newer.gone)
+                         newer.epochs, newer.alive, newer.problem, newer.gone, newer.slurm_reason)
 
 
 def merge(pending: dict[str, RunUpdate], news: list[RunUpdate]) -> None:

@@ -51,6 +51,7 @@ class TrackedRun:
         self.info: dict[str, Any] | None = None
         self.epochs: int | None = None
         self.alive: bool | None = None
+        self.slurm_reason = ""  # why its Slurm job waits, while it does (`slurm_jobs.reason`)
         self.problem = ""
         self.bad_lines = 0
         self.backfill: Backfill | None = None
@@ -91,7 +92,7 @@ class TrackedRun:
             self.lost_for = self.info_mtime
             news["notes"] = [*news.get("notes", []), *lost_notes(self.run)]
         return RunUpdate(self.run.id, info=self.info, epochs=self.epochs, alive=self.alive,
-                         problem=self.problem, **news)
+                         problem=self.problem, slurm_reason=self.slurm_reason, **news)
 
     def fail(self, text: str) -> RunUpdate | None:
         """Note a problem reading the run (once per distinct problem)."""

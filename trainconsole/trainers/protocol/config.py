@@ -180,11 +180,12 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
     raw.setdefault(section, {})[name] = value
 
 
-def validate(raw: dict[str, Any], here: bool = True) -> Config:
+def validate(raw: dict[str, Any], here: bool = True, search: bool = False) -> Config:
     """Check every section and key against SCHEMA; return the full config with defaults filled in.
 
     `here`: the devices are checked against this machine (False: they are another machine's, e.g. a
-    search's trials on a Ray cluster, which check them where they run)."""
+    search's trials on a Ray cluster, which check them where they run). `search`: the config of a
+    search (`tune_config`, which takes its `[tune]` out first)."""
     config = defaults()
     for section, values in raw.items():
         if section == "tune":  # a tune run's own section (tune_config.py checks it); a plain run ignores it
@@ -200,7 +201,7 @@ def validate(raw: dict[str, Any], here: bool = True) -> Config:
             config[section][key] = _check(section, key, value)
     _check_together(config)
     if "slurm" in config:
-        slurm_config.check_with_strategy(config)
+        slurm_config.check_with_strategy(config, search)
         here = here and not slurm_config.submitted(config)  # its devices are its nodes', checked there
     if here and not config["strategy"]["ray_address"]:  # on a Ray cluster, the ranks' devices are its nodes'
         check_devices(config["strategy"])

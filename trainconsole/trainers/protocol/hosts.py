@@ -32,11 +32,23 @@ def remote(info: dict[str, Any]) -> str | None:
 def alive(run_path: str | os.PathLike[str], info: dict[str, Any], now: float | None = None) -> bool | None:
     """Whether the run's current process lives: by pid and start time here, by heartbeat elsewhere; a
     Slurm run's by its job too (`slurm_jobs.alive`: None while just submitted)."""
-    if "slurm" in info and not ended(info):
+    if slurm_says(info):
         from . import slurm_jobs  # (here: most runs are not Slurm's, and the console starts fast)
 
         return slurm_jobs.alive(run_path, info, _process_alive)
     return _process_alive(run_path, info, now)
+
+
+def slurm_says(info: dict[str, Any]) -> bool:
+    """Whether the run is a Slurm run whose job still has a say in its status: not ended, or ended a
+    moment ago without a stop of ours (an outside `scancel` looks like a stop to the run)."""
+    if "slurm" not in info:
+        return False
+    if not ended(info):
+        return True
+    from . import slurm_jobs
+
+    return slurm_jobs.ending(info)
 
 
 def _process_alive(run_path: str | os.PathLike[str], info: dict[str, Any], now: float | None = None) -> bool:

@@ -304,12 +304,25 @@ def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None)
                 continue  # not a run (yet): a directory being created
             summary = summarize(RunDir(path), status_of)
         kept.pop(run_id, None)
-        if summary is old.get(run_id) or (summary.row["status"] in FINAL.values() and settled(summary.key)):
+        if summary is old.get(run_id) or keeps(summary):
             kept[run_id] = summary
         out.append(summary)
     if kept.keys() != old.keys() or any(kept[i] is not old.get(i) for i in kept):
         index.save(kept)
     return out
+
+
+def keeps(summary: Summary) -> bool:
+    """Whether a summary derived now can be kept: its run has ended, its files are settled, and for a
+    Slurm run its job has no more to say (`slurm_jobs.ENDING_S` after its end: an outside `scancel`
+    turns the run's own `stopped` into `killed` a moment after it)."""
+    if summary.row["status"] not in FINAL.values() or not settled(summary.key):
+        return False
+    if summary.row.get("slurm") is None:
+        return True
+    from .slurm_jobs import ENDING_S
+
+    return time.time() - (summary.row.get("ended_at") or 0.0) >= ENDING_S
 
 
 def _run_paths(home: Path) -> list[str]:

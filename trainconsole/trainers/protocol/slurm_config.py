@@ -65,11 +65,11 @@ def validate_slurm(values: Any) -> dict[str, Any]:
     return section
 
 
-def check_with_strategy(config: dict[str, Any]) -> None:
-    """A run across nodes is a ddp run (or a script / search, which place their own processes)."""
+def check_with_strategy(config: dict[str, Any], search: bool = False) -> None:
+    """A run across nodes is a ddp run (or a script / `search`, which place their own processes)."""
     slurm, strategy = config["slurm"], config["strategy"]
     if slurm["nodes"] > 1 and strategy["name"] != "ddp" and not config["script"]["path"] \
-            and "tune" not in config:
+            and not search and "tune" not in config:
         raise ConfigError("slurm.nodes", "more than 1 node needs strategy.name = 'ddp' (a "
                           f"{strategy['name']} run lives on one node)", slurm["nodes"])
     if slurm["nodes"] > 1 and slurm["requeue"]:

@@ -232,8 +232,10 @@ def _settle_locked(path: Path, found: Job) -> str | None:
         info = json.loads((path / "run.json").read_text())
     except (OSError, ValueError):
         return None
-    started = info.get("started_at") or 0.0
-    if job_of(info) != found.job_id or ended_since(tail(path / "events.jsonl"), started):
+    events = tail(path / "events.jsonl")
+    if job_of(info) != found.job_id:
+        return None
+    if ended_since(events, info.get("started_at") or 0.0) and not cancelled_stop(events, info, found):
         return None
     status = "killed" if found.state in CANCELLED else "failed"
     said = slurm_said(path, found.job_id)
@@ -246,6 +248,34 @@ def _settle_locked(path: Path, found: Job) -> str | None:
     tmp.write_text(json.dumps(info, indent=2))
     os.replace(tmp, path / "run.json")
     return status
+
+
+def stop_asked(info: dict[str, Any]) -> bool:
+    """Whether trainconsole asked the run's current launch to stop (`slurm.stop_asked_at`, written by
+    the console's stop before it signals the job)."""
+    asked = (info.get("slurm") or {}).get("stop_asked_at")
+    return isinstance(asked, (int, float)) and asked >= (info.get("started_at") or 0.0)
+
+
+#: How long after its end a Slurm run's job is still asked how it ended (squeue keeps an ended job
+#: for the cluster's MinJobAge, 300 s by default).
+ENDING_S = 60.0
+
+
+def ending(info: dict[str, Any]) -> bool:
+    """Whether the run ended a moment ago without a stop of ours: its job may yet say it was cancelled."""
+    end = info.get("ended_at")
+    return isinstance(end, (int, float)) and time.time() - end < ENDING_S and not stop_asked(info)
+
+
+def cancelled_stop(events: list[Event], info: dict[str, Any], found: Job) -> bool:
+    """Whether the run's `stopped` is an outside `scancel`: Slurm sends SIGTERM first (KillWait before
+    its SIGKILL), which a training run takes as a stop and ends `stopped`; its job says CANCELLED, and
+    no stop of ours was asked. Such a run was killed, in Slurm's words."""
+    if found.state not in CANCELLED or stop_asked(info):
+        return False
+    last = next((e for e in reversed(events) if e.get("type") in FINAL), None)
+    return last is not None and last.get("type") == "stopped"
 
 
 def ended_since(events: list[Event], started_at: float) -> bool:

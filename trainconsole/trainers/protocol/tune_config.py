@@ -97,7 +97,7 @@ def validate_tune(raw: dict[str, Any]) -> Config:
     for key, value in tune_raw.items():
         tune[key] = _check(key, value)
     here = not tune["ray_address"]  # on a Ray cluster, each trial checks its devices where it runs
-    config = validate(raw, here)
+    config = validate(raw, here, search=True)
     tune["max_t"] = tune["max_t"] or config["train"]["epochs"]
     config["train"]["epochs"] = tune["max_t"]
     _check_tune(config, tune)
@@ -207,7 +207,7 @@ def _check_value(raw: dict[str, Any], name: str, section: str, item: str, value:
     trial = {s: dict(v) for s, v in raw.items() if isinstance(v, dict)}
     trial.setdefault(section, {})[item] = value
     try:
-        validate(trial, here)
+        validate(trial, here, search=True)
     except ConfigError as e:
         raise ConfigError(name, f"value {value!r} is not allowed: {e}") from None
 
@@ -226,9 +226,10 @@ def short_names(keys: list[str]) -> dict[str, str]:
 
 def trial_run_config(config: Config, values: dict[str, Any]) -> Config:
     """The run config of one trial: the tune config without `[tune]`, with `values` in place (keyed by
-    `section.key` or by short name), validated like any run config (ConfigError names the key)."""
+    `section.key` or by short name), validated like any run config (ConfigError names the key). Not its
+    `[slurm]`: a trial runs inside the search's allocation, it is no job of its own."""
     full = {short: key for key, short in short_names(list(config["tune"]["space"])).items()}
-    raw = {section: dict(v) for section, v in config.items() if section != "tune"}
+    raw = {section: dict(v) for section, v in config.items() if section not in ("tune", "slurm")}
     for key, value in values.items():
         section, _, item = full.get(key, key).partition(".")
         if section not in SCHEMA or item not in SCHEMA[section]:

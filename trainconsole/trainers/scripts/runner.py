@@ -24,6 +24,7 @@ import psutil
 from trainconsole.trainers.protocol import Config, EventWriter, RunDir
 from trainconsole.trainers.reaper import die_with_parent
 
+from ..slurm_nodes import rendezvous, rendezvous_nodes
 from .lightning_csv import LightningCsvTail
 from .lines import compile_patterns
 from .measured import Measured
@@ -44,8 +45,8 @@ DRAIN_S = 5.0
 
 def command(script: dict[str, Any], python: str = sys.executable) -> list[str]:
     """The script's command line: plain python, or torch's elastic launcher with N processes."""
-    if script["nproc"]:
-        return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={script['nproc']}",
+    if script["nproc"]:  # (across a Slurm job's nodes, a rendezvous on its first node: slurm_nodes)
+        return [python, "-m", "torch.distributed.run", *rendezvous(), f"--nproc-per-node={script['nproc']}",
                 script["path"], *script["args"]]
     return [python, "-u", script["path"], *script["args"]]
 
@@ -181,7 +182,8 @@ class ScriptRun:
     def _started(self, script: dict[str, Any], devices: Any, resumed: bool) -> None:
         assert self.proc is not None
         nproc, total = script["nproc"], epochs(script["args"])  # the script's own epochs, never train.epochs
-        self.writer.emit("started", strategy="torchrun" if nproc else "script", world_size=max(nproc, 1),
+        world = max(nproc, 1) * (rendezvous_nodes() if nproc else 1)  # (across a Slurm job's nodes)
+        self.writer.emit("started", strategy="torchrun" if nproc else "script", world_size=world,
                          devices=devices, script=script["path"], args=script["args"], pid=self.proc.pid,
                          **({"epochs": total} if total else {}), **({"resumed": True} if resumed else {}))
 

@@ -6,12 +6,14 @@ Exit codes as for a run: 0 finished or stopped (SIGTERM), 1 failed, 2 bad invoca
 
 from __future__ import annotations
 
+import os
 import sys
 
 from .. import __main__ as run_main
 from .. import entry
 from ..protocol import ConfigError, EventWriter, RunDir
 from ..protocol.tune_config import load_tune
+from ..slurm_ray import ENV_ADDRESS
 from . import session, stopping
 
 
@@ -28,7 +30,7 @@ def search(run: RunDir, events: EventWriter, resume: bool) -> int:
     config = None
     try:
         config = load_tune(run.config)
-        if not config["tune"]["ray_address"]:
+        if not (config["tune"]["ray_address"] or os.environ.get(ENV_ADDRESS)):
             session.loopback_only()
         from .driver import run_search  # imports ray: after the config is known to be valid
 

@@ -70,6 +70,24 @@ def nodes_not_seeing(marker: str, token: str, timeout: float = CHECK_TIMEOUT_S) 
     return blind
 
 
+def wait_nodes(count: int, timeout: float = CHECK_TIMEOUT_S) -> None:
+    """Until `count` nodes are alive in the cluster (those its Slurm job started); TrainerError if they
+    do not all come within `timeout`."""
+    import time
+
+    import ray
+
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = sum(1 for n in ray.nodes() if n.get("Alive"))
+        if alive >= count:
+            return
+        if time.monotonic() > deadline:
+            raise TrainerError(f"only {alive} of the allocation's {count} Ray nodes joined the search's "
+                               f"Ray in {timeout:.0f} s (see ray-nodes.log in the run directory)")
+        time.sleep(0.5)
+
+
 def node_name() -> str:
     """This worker's node, for the trial events: `ip (node id)`; '' outside Ray."""
     try:

@@ -6,6 +6,7 @@ Ray's experiment state lives in `<run>/ray_results/search`, so `--resume` contin
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from ray import tune
 
 from ..protocol import Config, EventWriter, RunDir
 from ..protocol.tune_config import plain, short_names
+from ..slurm_ray import ENV_ADDRESS
 from . import bridge, pending, session, space, stopping
 from .trial import train_trial
 
@@ -23,7 +25,7 @@ EXPERIMENT = "search"
 def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -> str:
     """Run (or resume) the search; emit `started`, then `finished`, `stopped` or `failed`; return it."""
     tune_cfg = config["tune"]
-    address = tune_cfg["ray_address"]
+    address = tune_cfg["ray_address"] or os.environ.get(ENV_ADDRESS, "")  # (a Slurm job's own Ray)
     started = time.monotonic()
     temp = session.start(run.path, tune_cfg, address)
     try:
@@ -99,7 +101,8 @@ def started_fields(config: Config, temp: Path | None, init_s: float, resume: boo
         "scheduler": t["scheduler"], "num_samples": t["num_samples"], "max_t": t["max_t"],
         "max_concurrent": t["max_concurrent"], "space": t["space"],
         "keys": {short: key for key, short in short_names(list(t["space"])).items()},
-        "ray_address": t["ray_address"] or "local", "ray_temp_dir": str(temp) if temp else None,
+        "ray_address": t["ray_address"] or os.environ.get(ENV_ADDRESS) or "local",
+        "ray_temp_dir": str(temp) if temp else None,
         "ray_init_s": round(init_s, 3), "resumed": resume,
     }
 

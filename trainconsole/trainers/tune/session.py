@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..slurm_ray import ENV_NODES
 from . import cluster, stopping
 
 #: The longest temp dir that keeps `session_…/sockets/plasma_store` under the AF_UNIX limit.
@@ -65,6 +66,7 @@ def start(run_path: Path, tune_cfg: dict[str, Any], address: str) -> Path | None
             ray.init(address=address, log_to_driver=False, configure_logging=False,
                      runtime_env=cluster.runtime_env())
         stopping.install()
+        cluster.wait_nodes(int(os.environ.get(ENV_NODES) or 0))  # a Slurm job's Ray: every node joined
         cluster.check_storage(run_path.resolve())
         return None
     folder = temp_dir(run_path)
