@@ -70,9 +70,11 @@ def test_a_kill_leaves_no_orphan_that_made_a_group_of_its_own(home: Path) -> Non
     run = runs.launch(protocol.load(EXAMPLES / "digits.toml"), root=protocol.home(),
                       argv=[sys.executable, "-c", ORPHANS])
     try:
-        orphans = wait_for(lambda: len(marked()) == 3 and marked(), timeout=30, what="the orphans")
-        tree = runs.leader(run).children(recursive=True)
-        assert not {p.pid for p in orphans} & {p.pid for p in tree}  # out of the run's tree
+        def reparented() -> list[psutil.Process]:  # the middle process has exited (it may still be running)
+            found, tree = marked(), runs.leader(run).children(recursive=True)
+            return found if len(found) == 3 and not {p.pid for p in found} & {p.pid for p in tree} else []
+
+        orphans = wait_for(reparented, timeout=30, what="the orphans, out of the run's tree")
         assert all(os.getpgid(p.pid) == p.pid for p in orphans)  # and out of its group
         assert runs.kill(run) == []
         time.sleep(3.0)

@@ -19,5 +19,7 @@ def test_example_script_finishes_and_learns(home: Path, script: str, extra: list
     assert out.returncode == 0, out.stderr
     run_id = out.stdout.split()[0]
     steps, evals = of_type(home, run_id, "step"), of_type(home, run_id, "eval")
-    assert steps and steps[-1]["loss"] < steps[0]["loss"]
+    # the script's own loss fell (the probe's step events leave out a loss the script reports itself)
+    losses = [e["loss"] for e in steps if "loss" in e]
+    assert losses and losses[-1] < losses[0]
     assert len(evals) == 2 and evals[-1]["val_acc"] > 0.8
