@@ -81,7 +81,7 @@ async def test_a_filtered_table_takes_a_new_matching_run_and_sorts_by_any_column
         await until(pilot, lambda: len(rows(app)) == 4, 5, "the finished runs")
         await pilot.press("greater_than_sign")  # by the run's name... then status, strategy, epoch, loss
         await pilot.press(*["greater_than_sign"] * 4)
-        assert app.main.table_view.sort == "loss"
+        assert app.main.arrangement.sort == "loss"
         await until(pilot, lambda: rows(app) == list(reversed(LRS)), 5, "smallest loss first")
         await pilot.press("less_than_sign")
         await until(pilot, lambda: rows(app) == list(LRS), 5, "largest loss first")
@@ -96,7 +96,7 @@ async def test_a_filtered_table_takes_a_new_matching_run_and_sorts_by_any_column
             return sum(c.get_render_width(table) for c in before) + 2, 1
 
         await pilot.click(RunsTable, offset=header("elapsed"))
-        await until(pilot, lambda: app.main.table_view.sort == "elapsed", 5, "a sort by the header clicked")
+        await until(pilot, lambda: app.main.arrangement.sort == "elapsed", 5, "a sort by the header clicked")
         await pilot.click(RunsTable, offset=header("loss"))  # smallest first
         await until(pilot, lambda: rows(app) == [*reversed(LRS), new_id], 5, "the smallest loss first")
         await pilot.click(RunsTable, offset=header("loss"))  # again: the other way

@@ -21,11 +21,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
 from trainconsole.console.control import Control
+from trainconsole.console.core.arrangement import Arrangement
 from trainconsole.console.core.board import Board, weights_view
 from trainconsole.console.core.leaderboard import Search, Trial, searched
 from trainconsole.console.core.plot import next_metric, plotted
 from trainconsole.console.core.selection import Selection
-from trainconsole.console.core.table_view import TableView
 from trainconsole.console.filters import FilterError
 from trainconsole.console.screens.frames import Frames
 from trainconsole.console.screens.help_screen import show_help
@@ -160,9 +160,9 @@ class MainScreen(Screen[None]):
         return self.query_one("#devices").region.area > 0
 
     @property
-    def table_view(self) -> TableView:
+    def arrangement(self) -> Arrangement:
         """The runs table's filter, sort column, tags and notes."""
-        return self.query_one(RunsTable).table_view
+        return self.query_one(RunsTable).arrangement
 
     # -- keys: which of them fit ----------------------------------------------------------------------
 

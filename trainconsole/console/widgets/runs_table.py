@@ -1,6 +1,6 @@
 """The runs pane: one row per run, updated cell by cell so that a slow link only carries what changed.
 
-It owns its keys and its view of the board's rows (`TableView`: the filter's runs, the sort column, each
+It owns its keys and its arrangement of the board's rows (`Arrangement`: the filter's runs, the sort column, each
 run's tags and note): `>` `<` and a click on a header sort it, `#` and `a` ask for a run's tags and note
 (`AskLine`).
 Its bindings are the dashboard's (they show in its footer and `?`), whose handlers call the methods here.
@@ -19,8 +19,8 @@ from textual.message import Message
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist
 
+from trainconsole.console.core.arrangement import Arrangement
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
-from trainconsole.console.core.table_view import TableView
 from trainconsole.console.widgets.ask_line import AskLine
 from trainconsole.console.widgets.cell_table import CellTable
 
@@ -67,7 +67,7 @@ class RunsTable(CellTable):
         self._cells: dict[str, tuple[str, ...]] = {}
         self._order: list[str] = []
         self._with_host = False
-        self.table_view = TableView()
+        self.arrangement = Arrangement()
         self.read_only = False  # (said in the pane's title)
         self._add_columns()
 
@@ -134,13 +134,13 @@ class RunsTable(CellTable):
     def show_rows(self, rows: list[Row], runs: dict[str, RunState], now: float, selected: str | None) -> None:
         """One frame's rows, as this table's view shows them (filtered, sorted, tagged), and the selected
         run's tags and note in the title."""
-        self.update_rows(self.table_view.arrange(rows, runs, now))
+        self.update_rows(self.arrangement.arrange(rows, runs, now))
         self.show_title(selected)
 
     def show_title(self, run_id: str | None) -> None:
         """The selected run's tags and note, whole, in the pane's title (the run column has room for a few
         letters of them at 80x24), after the filter if one is on."""
-        view = self.table_view
+        view = self.arrangement
         tags = " ".join(f"#{t}" for t in view.tags.get(run_id or "", []))
         meta = " · ".join(part for part in (tags, view.notes.get(run_id or "", "")) if part)
         title = "runs (read-only)" if self.read_only else "runs"
@@ -153,31 +153,31 @@ class RunsTable(CellTable):
 
     def sort_next(self) -> None:
         """`>`: sort by the next column (after the last, the ranking `b` chooses)."""
-        self.table_view.next_sort()
+        self.arrangement.next_sort()
         self._sorted()
 
     def reverse_sort(self) -> None:
         """`<`: reverse the sort column's order."""
-        self.table_view.reverse = not self.table_view.reverse
+        self.arrangement.reverse = not self.arrangement.reverse
         self._sorted()
 
     def sort_by_ranking(self) -> None:
         """`b` chose a ranking: no longer sorted by a column."""
-        self.table_view.sort = None
+        self.arrangement.sort = None
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         """A click on a header: sort by that column (again: the other way)."""
         if event.data_table is self and event.column_key.value:
-            self.table_view.sort_by(event.column_key.value)
+            self.arrangement.sort_by(event.column_key.value)
             self._sorted()
 
     def _sorted(self) -> None:
-        self.notify(f"runs sorted by {self.table_view.describe()}", timeout=3)
+        self.notify(f"runs sorted by {self.arrangement.describe()}", timeout=3)
         self.post_message(self.Rearranged())
 
     def ask_tags(self, run_id: str) -> None:
         """`#`: ask for the run's tags (it gets exactly the tags typed), then post `TagsTyped`."""
-        old = self.table_view.tags.get(run_id, [])
+        old = self.arrangement.tags.get(run_id, [])
 
         def answer(text: str | None) -> None:
             if text is not None:
@@ -195,32 +195,32 @@ class RunsTable(CellTable):
                 self.post_message(self.NoteTyped(run_id, text))
 
         prompt = f"Note of {run_id} (empty removes it):"
-        self.post_message(AskLine(prompt, self.table_view.notes.get(run_id, ""), answer, empty_ok=True))
+        self.post_message(AskLine(prompt, self.arrangement.notes.get(run_id, ""), answer, empty_ok=True))
 
     # -- what the dashboard's reads found: the filter's runs, tags and notes ---------------------------
 
     def filter_by(self, text: str) -> None:
         """A filter was applied (its runs come in `show_matches`): said in the title; the cursor back here."""
-        self.table_view.filter_text = text
+        self.arrangement.filter_text = text
         self.focus()
 
     def clear_filter(self) -> None:
         """Every run again."""
-        view = self.table_view
+        view = self.arrangement
         view.shown, view.filter_text = None, ""
         self.focus()
         self.post_message(self.Rearranged())
 
     def show_matches(self, shown: set[str]) -> None:
         """The runs the filter matches now."""
-        if shown != self.table_view.shown:
-            self.table_view.shown = shown
+        if shown != self.arrangement.shown:
+            self.arrangement.shown = shown
             self.post_message(self.Rearranged())
 
     def show_meta(self, tags: dict[str, list[str]], notes: dict[str, str]) -> None:
         """Runs' tags and notes that changed (re-read from their meta.json)."""
-        self.table_view.tags.update(tags)
-        self.table_view.notes.update(notes)
+        self.arrangement.tags.update(tags)
+        self.arrangement.notes.update(notes)
         self.post_message(self.Rearranged())
 
     # -- its columns' widths --------------------------------------------------------------------------

@@ -1,10 +1,10 @@
-"""The runs table's view of the board's rows: the filter's runs only, any column's order, tags after names."""
+"""The runs table's arrangement of the board's rows: the filter's runs only, any column's order, tags after names."""
 
 from __future__ import annotations
 
+from trainconsole.console.core.arrangement import TAGS_SEP, Arrangement
 from trainconsole.console.core.board import row
 from trainconsole.console.core.run_state import RunState
-from trainconsole.console.core.table_view import TAGS_SEP, TableView
 from trainconsole.console.widgets.runs_table import tagged
 
 
@@ -22,7 +22,7 @@ def rows(states: dict[str, RunState]) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def test_filter_sort_and_reverse() -> None:
-    states, view = runs(), TableView()
+    states, view = runs(), Arrangement()
     assert [i for i, _ in view.arrange(rows(states), states, 200.0)] == list(states)
     view.sort_by("loss")
     assert [i[-1] for i, _ in view.arrange(rows(states), states, 200.0)] == ["1", "0", "2"]  # smallest first
@@ -37,14 +37,14 @@ def test_filter_sort_and_reverse() -> None:
 
 
 def test_next_sort_cycles_every_column_then_the_ranking() -> None:
-    view, seen = TableView(), []
+    view, seen = Arrangement(), []
     while (key := view.next_sort()) is not None:
         seen.append(key)
     assert seen == ["run", "status", "strategy", "epoch", "loss", "acc", "rate", "elapsed", "host"]
 
 
 def test_tags_follow_the_name_and_keep_it_readable_when_narrow() -> None:
-    states, view = runs(), TableView(tags={"2024-run-0": ["baseline", "lr-sweep"]})
+    states, view = runs(), Arrangement(tags={"2024-run-0": ["baseline", "lr-sweep"]})
     cells = dict(view.arrange(rows(states), states, 200.0))
     assert cells["2024-run-0"][0] == f"n0·0{TAGS_SEP}#baseline #lr-sweep"
     assert TAGS_SEP not in cells["2024-run-1"][0]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP
 
-if TYPE_CHECKING:  # (the first frame's empty table holds a TableView: it loads no board)
+if TYPE_CHECKING:  # (the first frame's empty table holds an Arrangement: it loads no board)
     from trainconsole.console.core.board import Row
     from trainconsole.console.core.run_state import RunState
 
@@ -20,7 +20,7 @@ LARGEST_FIRST = frozenset({"acc", "rate", "elapsed", "epoch"})
 
 
 @dataclass
-class TableView:
+class Arrangement:
     """What the runs table shows of the rows: the filter's runs (None: every run), the sort column (None: the
     board's ranking, `b`), its direction, and each run's tags and note (from its meta.json)."""
 
