@@ -1,4 +1,4 @@
-"""The runs table's arrangement of the board's rows: the filter's runs only, any column's order, tags after names."""
+"""The runs table's arrangement of the rows: the filter's runs only, any column's order, tags after names."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The runs pane: one row per run, updated cell by cell so that a slow link only carries what changed.
 
-It owns its keys and its arrangement of the board's rows (`Arrangement`: the filter's runs, the sort column, each
+It owns its keys and its arrangement of the rows (`Arrangement`: the filter's runs, the sort column, each
 run's tags and note): `>` `<` and a click on a header sort it, `#` and `a` ask for a run's tags and note
 (`AskLine`).
 Its bindings are the dashboard's (they show in its footer and `?`), whose handlers call the methods here.
