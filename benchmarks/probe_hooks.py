@@ -3,7 +3,10 @@ model, batches of 16 from a DataLoader) timed in chunks, alternately bare and wi
 installed as in a script run (`install`), then taken off again. Alternating chunks a second apart, in one
 process, keeps a loaded machine's swings out of the ratio (between two processes they are ±30 %).
 
-    .venv/bin/python benchmarks/probe_hooks.py [--chunks 15] [--steps 600]
+    .venv/bin/python benchmarks/probe_hooks.py [--chunks 15] [--steps 600] [--cpu] [--sweep]
+
+--probe FILE measures another version of the probe (`git show REV:PATH > FILE`). --sweep measures four
+step sizes, from the smallest (a 64-wide MLP on batches of 16) to an MNIST-sized MLP's.
 """
 
 from __future__ import annotations
@@ -68,38 +71,54 @@ def chunk(steps: int, model: nn.Module, opt: torch.optim.Optimizer, loader: Data
     return steps / (CLOCK() - start)
 
 
+#: --sweep: (inputs, width, batch) from the smallest step up to an MNIST-sized MLP's.
+SWEEP = ((64, 64, 16), (128, 128, 32), (256, 256, 64), (784, 256, 64))
+
+
+def measure(chunks: int, steps: int, inputs: int, width: int, batch: int) -> tuple[float, float, float]:
+    """Alternate bare and probed chunks of one model; the medians (steps/s) and the pairwise median."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(inputs, width), nn.ReLU(), nn.Linear(width, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = DataLoader(TensorDataset(torch.randn(4096, inputs), torch.randint(0, 10, (4096,))),
+                        batch_size=batch, shuffle=True)
+    saved, bare, probed = originals(), [], []
+    chunk(steps, model, opt, loader)  # warm-up
+    with tempfile.TemporaryDirectory() as folder:
+        for i in range(chunks):
+            if i % 2:  # every other pair the probed chunk first: a drift in the machine's load cancels
+                install(folder)
+                probed.append(chunk(steps, model, opt, loader))
+                uninstall(saved)
+            bare.append(chunk(steps, model, opt, loader))
+            if not i % 2:
+                install(folder)
+                probed.append(chunk(steps, model, opt, loader))
+                uninstall(saved)
+    pairwise = statistics.median(p / q for p, q in zip(probed, bare, strict=True))
+    return statistics.median(probed), statistics.median(bare), pairwise
+
+
 def main() -> None:
     """Alternate bare and probed chunks; print the medians, their ratio and the cost per step."""
+    global CLOCK, PROBE
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=15)
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--cpu", action="store_true", help="time by the thread's CPU time, not the wall's")
+    parser.add_argument("--sweep", action="store_true", help="four step sizes, smallest to MNIST-sized")
+    parser.add_argument("--size", help="one step size: INPUTS,WIDTH,BATCH (default the smallest: 64,64,16)")
+    parser.add_argument("--probe", default=str(PROBE), help="the probe file to measure (another version's)")
     args = parser.parse_args()
-    global CLOCK
+    PROBE = Path(args.probe)
     CLOCK = time.thread_time if args.cpu else time.perf_counter
     torch.set_num_threads(1)
-    torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(TensorDataset(torch.randn(4096, 64), torch.randint(0, 10, (4096,))), batch_size=16,
-                        shuffle=True)
-    saved, bare, probed = originals(), [], []
-    chunk(args.steps, model, opt, loader)  # warm-up
-    with tempfile.TemporaryDirectory() as folder:
-        for i in range(args.chunks):
-            if i % 2:  # every other pair the probed chunk first: a drift in the machine's load cancels
-                install(folder)
-                probed.append(chunk(args.steps, model, opt, loader))
-                uninstall(saved)
-            bare.append(chunk(args.steps, model, opt, loader))
-            if not i % 2:
-                install(folder)
-                probed.append(chunk(args.steps, model, opt, loader))
-                uninstall(saved)
-    a, b = statistics.median(probed), statistics.median(bare)
-    print(f"probe {a:.0f} steps/s, bare {b:.0f} steps/s, ratio {a / b:.3f} "
-          f"({1e6 * (1 / a - 1 / b):+.1f} us/step); pairwise ratios median "
-          f"{statistics.median(p / q for p, q in zip(probed, bare, strict=True)):.3f}")
+    sizes = SWEEP if args.sweep else [tuple(map(int, args.size.split(",")))] if args.size else SWEEP[:1]
+    for inputs, width, batch in sizes:
+        a, b, pairwise = measure(args.chunks, args.steps, inputs, width, batch)
+        print(f"MLP {inputs}-{width}-10, batch {batch}: {1e6 / b:.0f} us a step; probe {a:.0f} steps/s, "
+              f"bare {b:.0f} steps/s, ratio {a / b:.3f} ({1e6 * (1 / a - 1 / b):+.1f} us/step); "
+              f"pairwise ratios median {pairwise:.3f}", flush=True)
 
 
 if __name__ == "__main__":

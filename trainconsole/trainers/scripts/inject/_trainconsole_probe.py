@@ -1,16 +1,17 @@
 """The probe inside a script run's processes: what the script does, measured where it happens (stdlib only;
 torch is handed in by `sitecustomize` once the script imported it).
 
-Per process (a forked worker starts its own count): the optimizer steps (torch's global
-step post-hook; with several optimizers, the most steps any one made), the loss (the scalar each backward
-ran on, unscaled where a GradScaler scaled it, summed where it lives: no host-device sync per step on a
-GPU), each param group's lr, the training DataLoader's epoch and batches per epoch, the samples of each
-batch (its first dimension), memory (CUDA allocated/peak per device, the RSS) and the phase (evaluating
-once a module is put in eval mode or grad is off, until the next step). It reports on a channel of its own,
-one JSON object a line in `<channel>/<pid>.jsonl` (never the script's stdout): `hello` once, `step` at
-most every SEND_S, `line` for each line the script prints (its head, with the step, epoch and phase it was
-printed at, written before the line itself), `nonfinite` at the first NaN/inf loss, `exit` with an
-uncaught exception. Nothing here changes what the script computes: the hooks only read.
+Per process (a forked worker starts its own count): the optimizer steps (torch's global step post-hook;
+with several optimizers, the most steps any one made), the loss (the scalar each backward ran on, unscaled
+where a GradScaler scaled it, summed where it lives: no host-device sync per step on a GPU), each param
+group's lr, the training DataLoader's epoch and batches per epoch, the samples of each batch (its
+DataLoader's batch size, or else its first dimension), memory (CUDA allocated/peak per device, the RSS) and
+the phase (evaluating once a module is put in eval mode or grad is off, until the next step). It reports on
+a channel of its own, one JSON object a line in `<channel>/<pid>.jsonl` (never the script's stdout):
+`hello` once, `step` at most every SEND_S, `line` for each line the script prints (its head, with the step,
+epoch and phase it was printed at, written before the line itself), `nonfinite` at the first NaN/inf loss,
+`exit` with an uncaught exception. Nothing here changes what the script computes: the hooks only read.
+What runs every step (the step hook, the backward and batch wrappers) is kept to a few attribute reads.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import math
 import os
 import sys
-import time
+from time import monotonic
 from typing import Any
 
 SEND_S = 0.1
@@ -28,6 +29,7 @@ HEAD = 80
 #: A line still open (a progress bar redrawn with `\r`) keeps at most this much of its text.
 OPEN_LINE = 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
+SEQUENCES = (list, tuple)
 
 
 class Channel:
@@ -49,15 +51,21 @@ class Channel:
 
 
 class State:
-    """What one process did so far."""
+    """What one process did so far (slots: the hooks read it every step)."""
+
+    __slots__ = ("pid", "channel", "step", "first", "first_n", "counts", "lr", "loss_sum", "loss_n",
+                 "nonfinite", "scaled", "epoch", "epoch_start", "batches", "train_loader", "loader",
+                 "credited", "samples", "batch_samples", "read_batches", "eval_at", "open", "due", "ended")
 
     def __init__(self, folder: str) -> None:
         self.pid = os.getpid()
         self.channel = Channel(folder)
-        self.counts: dict[int, int] = {}  # optimizer steps, per optimizer
         self.step = 0
-        self.optimizer: Any = None  # the first one that stepped: its param groups' lr
-        self.lrs: list[Any] = []
+        self.first: Any = None  # the first optimizer that stepped (its param groups' lr), and its steps
+        self.first_n = 0
+        self.counts: dict[int, int] = {}  # the steps of any other optimizer
+        self.lr: Any = None  # the first param group's lr at the first optimizer's last step (the others'
+        # are read when a record is sent)
         self.loss_sum: Any = 0.0  # since the last `step` record (a tensor where the loss lives on a GPU)
         self.loss_n = 0
         self.nonfinite = False
@@ -67,9 +75,9 @@ class State:
         self.loader: tuple[int, int | None] | None = None  # the DataLoader iterated last, its length
         self.credited = True  # the current iteration of it was counted as an epoch
         self.samples = 0  # since the last `step` record
-        self.batch_samples = 0  # of the batch taken last
-        self.evaluated = False  # a module went into eval mode since the last step
-        self.eval_mode = False
+        self.batch_samples = 0  # of the batch taken last (or the loader's batch size)
+        self.read_batches = True  # the loader being iterated has no batch size: each batch's is read
+        self.eval_at = -1  # the step at which a module last went into eval mode (evaluating until the next)
         self.open = {"o": "", "e": ""}  # per stream, the line written so far
         self.due = 0.0
         self.ended = False
@@ -77,6 +85,8 @@ class State:
 
 class Probe:
     """The hooks of one process, and its state (renewed in a forked child)."""
+
+    __slots__ = ("torch", "folder", "state", "rank")
 
     def __init__(self, torch: Any, folder: str) -> None:
         self.torch, self.folder = torch, folder
@@ -97,23 +107,33 @@ class Probe:
         st.channel.send({"k": "hello", "ppid": os.getppid(), "rank": self.rank,
                          "local_rank": os.environ.get("LOCAL_RANK"), "argv": sys.argv[:8]})
 
-    def on_step(self, optimizer: Any) -> None:
-        """After an optimizer's step: count the step (one per iteration, whatever the optimizers)."""
-        st = self.state
+    def on_step(self, optimizer: Any, args: Any = None, kwargs: Any = None) -> None:
+        """torch's optimizer step post-hook: count the step (one per iteration, whatever the optimizers).
+        It runs every step: `_quiet` inlined, the rest of the work left to `send_step`."""
+        try:
+            st = self.state
+            if optimizer is st.first:
+                n = st.first_n = st.first_n + 1
+                st.lr = optimizer.param_groups[0].get("lr")  # this step's (a scheduler may change it)
+            else:
+                n = self.other_step(st, optimizer)
+            if n > st.step:
+                st.step = n
+                if not st.credited:
+                    self.new_epoch(st)
+                st.samples += st.batch_samples
+                if monotonic() >= st.due:
+                    self.send_step(st)
+        except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
+            pass
+
+    def other_step(self, st: State, optimizer: Any) -> int:
+        """A step of an optimizer other than the first (or of the first, the first time): its count."""
+        if st.first is None:
+            st.first, st.first_n, st.lr = optimizer, 1, optimizer.param_groups[0].get("lr")
+            return 1
         n = st.counts[id(optimizer)] = st.counts.get(id(optimizer), 0) + 1
-        if n <= st.step:
-            return
-        st.step, st.evaluated, st.eval_mode = n, False, False  # steps made in eval mode are training
-        if st.optimizer is None:
-            st.optimizer = optimizer
-        if optimizer is st.optimizer:  # the lr this step was made with (a scheduler may change it after)
-            groups = optimizer.param_groups
-            st.lrs = [groups[0].get("lr")] if len(groups) == 1 else [g.get("lr") for g in groups]
-        if not st.credited:
-            self.new_epoch(st)
-        st.samples += st.batch_samples
-        if time.monotonic() >= st.due:
-            self.send_step(st)
+        return n
 
     def new_epoch(self, st: State) -> None:
         """The DataLoader being iterated made a step: an epoch of the training loader begins."""
@@ -146,8 +166,10 @@ class Probe:
                          "epoch": st.epoch or None})
 
     def send_step(self, st: State, final: bool = False) -> None:
-        """Where training is: step, epoch, loss (the mean since the last record), lr, samples, memory."""
-        st.due = time.monotonic() + SEND_S
+        """Where training is: step, epoch, loss (the mean since the last record), lr, samples, memory.
+        The first param group's lr is the one the last step used; the other groups' are read now (in the
+        final record, after a scheduler's last change)."""
+        st.due = monotonic() + SEND_S
         record: dict[str, Any] = {"k": "step", "step": st.step, "epoch": st.epoch or None,
                                   "batch": st.step - st.epoch_start, "batches": st.batches,
                                   "samples": st.samples, "mem": self.memory()}
@@ -157,8 +179,9 @@ class Probe:
             record["loss"], record["losses"] = loss, st.loss_n
             if not math.isfinite(loss) and not st.nonfinite:
                 self.send_nonfinite(st, loss, st.step)
-        if st.lrs:
-            record["lr"] = [lr for lr in st.lrs if _number(lr)]
+        if st.first is not None:
+            lrs = [st.lr, *(g.get("lr") for g in st.first.param_groups[1:])]
+            record["lr"] = [lr for lr in lrs if _number(lr)]
         if final:
             record["final"] = True
         st.loss_sum, st.loss_n, st.samples = 0.0, 0, 0
@@ -181,6 +204,10 @@ class Probe:
         except TypeError:  # an IterableDataset without a length
             length = None
         st.loader, st.credited = (id(loader), length), False
+        size = getattr(loader, "batch_size", None)  # a DataLoader's batches are of it (but its last one)
+        st.read_batches = not (type(size) is int and size > 0)
+        if not st.read_batches:
+            st.batch_samples = size
 
     def on_batch(self, batch: Any) -> None:
         """A batch taken from a DataLoader: its samples (the first dimension of its first tensor)."""
@@ -194,9 +221,9 @@ class Probe:
 
     def on_mode(self, training: bool) -> None:
         """`module.train(mode)` / `module.eval()`."""
-        st = self.current()
-        st.eval_mode = not training
-        st.evaluated = st.evaluated or not training
+        if not training:
+            st = self.current()
+            st.eval_at = st.step
 
     def on_text(self, stream: str, text: str) -> None:
         """The script wrote TEXT: a stamp for each line it completes (sent before the text is written)."""
@@ -206,7 +233,7 @@ class Probe:
             return
         *done, rest = (st.open[stream] + text).split("\n")
         st.open[stream] = rest[-OPEN_LINE:]
-        phase = "eval" if (st.evaluated or st.eval_mode or not self.torch.is_grad_enabled()) else "train"
+        phase = "eval" if (st.eval_at == st.step or not self.torch.is_grad_enabled()) else "train"
         for line in done:
             st.channel.send({"k": "line", "s": stream, "h": _head(line), "step": st.step,
                              "epoch": st.epoch or None, "ph": phase})
@@ -246,13 +273,7 @@ def install(torch: Any, folder: str) -> Probe:
     probe.hello(probe.state)
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
-    def probed_step(optimizer: Any, args: Any, kwargs: Any) -> None:  # torch's optimizer step post-hook
-        try:  # _quiet inlined: this runs every step
-            probe.on_step(optimizer)
-        except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
-            pass
-
-    register_optimizer_step_post_hook(probed_step)
+    register_optimizer_step_post_hook(probe.on_step)
     _wrap_backward(probe, torch)
     _wrap_scaler(probe, torch)
     _wrap_loaders(probe, torch)
@@ -276,12 +297,22 @@ def _quiet(hook: Any, *args: Any) -> None:
 def _wrap_backward(probe: Probe, torch: Any) -> None:
     backward = torch.Tensor.backward
 
+    isfinite = math.isfinite
+
     def probed_backward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.numel() == 1:
-            try:  # _quiet inlined: this runs every step
-                probe.on_loss(self)
-            except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
-                pass
+        try:  # _quiet inlined, and Probe.on_loss's common case (a CPU loss, not scaled): every step
+            if not (args or kwargs) or self.numel() == 1:  # no gradient given: a scalar (or torch raises)
+                st = probe.state
+                if st.scaled is None and self.is_cpu:
+                    value = self.item()
+                    st.loss_sum += value
+                    st.loss_n += 1
+                    if not isfinite(value) and not st.nonfinite:
+                        probe.send_nonfinite(st, value)
+                else:
+                    probe.on_loss(self)
+        except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
+            pass
         return backward(self, *args, **kwargs)
 
     probed_backward.__wrapped__ = backward  # type: ignore[attr-defined]
@@ -317,10 +348,15 @@ def _wrap_loaders(probe: Probe, torch: Any) -> None:
 
     def probed_next(self: Any) -> Any:
         batch = batch_next(self)
-        try:  # _quiet inlined: this runs every step
-            probe.on_batch(batch)
-        except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
-            pass
+        if probe.state.read_batches:  # a loader without a batch size (a batch sampler's): every batch
+            try:  # _quiet inlined, and Probe.on_batch's common case (a tensor, or a list/tuple of them)
+                shape = getattr(batch[0] if type(batch) in SEQUENCES and batch else batch, "shape", None)
+                if shape:
+                    probe.state.batch_samples = shape[0]
+                else:
+                    probe.on_batch(batch)
+            except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
+                pass
         return batch
 
     data.DataLoader.__iter__ = probed_iter
