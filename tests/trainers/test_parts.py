@@ -151,3 +151,14 @@ def test_dataloader_batches_follow_the_sampler_and_skip(workers: int) -> None:
     assert sorted(order) == list(range(50)) and order != list(range(50))
     again = [int(v) for x, _ in batches.epoch(1, skip=3) for v in x[:, 0, 0, 0]]
     assert again == order[24:]
+
+
+def test_a_dataset_goes_to_the_gpu_only_within_its_share_of_the_memory_cap() -> None:
+    # gpu-check on an H100: 8,192 32x32 images (100 MB, twice with an epoch's reordered copy) under a
+    # 256 MiB cap left resnet18 nothing; the batch finder, which holds no dataset, had sized the batch
+    from trainconsole.trainers.batches import ON_DEVICE_LIMIT, on_device
+
+    images = 8192 * 3 * 32 * 32 * 4 + 8192 * 8
+    assert on_device(images) and on_device(images, cap_mb=1024)
+    assert not on_device(images, cap_mb=256)
+    assert not on_device(ON_DEVICE_LIMIT + 1)

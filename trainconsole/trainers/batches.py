@@ -17,6 +17,9 @@ from .strategies import Strategy
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 ON_DEVICE_LIMIT = 512 << 20  # bytes: a tensor dataset this small is copied to the GPU once, up front
+#: Under train.max_memory_mb, the share of it a dataset on the GPU may take (twice: the tensors and an
+#: epoch's reordered copy). The batch finder's trials hold no dataset: the rest is the model's.
+CAPPED_SHARE = 0.25
 REORDER_LIMIT = 256 << 20  # bytes: up to this size an epoch is reordered at once, so batches are views
 
 
@@ -29,11 +32,12 @@ class Batches(Protocol):
 
 
 def make_batches(dataset: Dataset, batch_size: int, shuffle: bool, strategy: Strategy,
-                 num_workers: int = 0, seed: int = 0) -> Batches:
-    """The fast tensor path for a TensorDataset, else a DataLoader with the strategy's sampler."""
+                 num_workers: int = 0, seed: int = 0, cap_mb: int = 0) -> Batches:
+    """The fast tensor path for a TensorDataset, else a DataLoader with the strategy's sampler
+    (`cap_mb`: train.max_memory_mb, 0 for none)."""
     sampler = strategy.sampler(dataset, shuffle, seed)
     if isinstance(dataset, TensorDataset) and len(dataset.tensors) == 2:
-        return TensorBatches(dataset, batch_size, sampler, strategy.device)
+        return TensorBatches(dataset, batch_size, sampler, strategy.device, cap_mb)
     return LoaderBatches(dataset, batch_size, sampler, strategy.device, num_workers)
 
 
@@ -45,9 +49,11 @@ class TensorBatches:
     per batch, so memory is not doubled.
     """
 
-    def __init__(self, dataset: TensorDataset, batch_size: int, sampler: Any, device: torch.device) -> None:
+    def __init__(self, dataset: TensorDataset, batch_size: int, sampler: Any, device: torch.device,
+                 cap_mb: int = 0) -> None:
         x, y = dataset.tensors
-        if device.type == "cuda" and x.numel() * x.element_size() <= ON_DEVICE_LIMIT:
+        if device.type == "cuda" and on_device(x.numel() * x.element_size() + y.numel() * y.element_size(),
+                                               cap_mb):
             x, y = x.to(device), y.to(device)  # no host-to-device copy per step at all
         self.x, self.y, self.batch_size, self.sampler = x, y, batch_size, sampler
 
@@ -75,6 +81,14 @@ class TensorBatches:
         for start in range(skip * b, len(order), b):
             idx = order[start : start + b]
             yield self.x.index_select(0, idx), self.y.index_select(0, idx)
+
+
+def on_device(nbytes: int, cap_mb: int = 0) -> bool:
+    """Whether a tensor dataset of `nbytes` is copied to the GPU up front: up to ON_DEVICE_LIMIT, and under
+    train.max_memory_mb (`cap_mb`) only while it and an epoch's reordered copy take at most CAPPED_SHARE
+    of the cap (the batch finder sizes the batch without it: 8,192 32x32 images, 100 MB, under a 256 MiB
+    cap left resnet18 nothing, and every micro-batch down to 1 ran out of memory; H100, 2026-11-27)."""
+    return nbytes <= ON_DEVICE_LIMIT and (not cap_mb or 2 * nbytes <= CAPPED_SHARE * (cap_mb << 20))
 
 
 def _order(sampler: Any) -> torch.Tensor:

@@ -49,8 +49,9 @@ def build(strategy: Strategy, config: Config, warn: Callable[..., Any]) -> Parts
     split = data.build(config)
     batch = strategy.local_batch_size(train["batch_size"])
     workers = strategy.local_num_workers(config["data"]["num_workers"])
-    train_batches = make_batches(split.train, batch, True, strategy, workers, train["seed"])
-    val_batches = make_batches(split.val, batch, False, strategy, workers, train["seed"])
+    cap = train["max_memory_mb"] or 0
+    train_batches = make_batches(split.train, batch, True, strategy, workers, train["seed"], cap)
+    val_batches = make_batches(split.val, batch, False, strategy, workers, train["seed"], cap)
     warn_large_batch(train["batch_size"], len(split.train), len(train_batches), warn)
     model = models.build(config, split.num_classes, split.input_shape)
     if models.has_lazy(model):
