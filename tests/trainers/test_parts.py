@@ -162,3 +162,17 @@ def test_a_dataset_goes_to_the_gpu_only_within_its_share_of_the_memory_cap() -> 
     assert on_device(images) and on_device(images, cap_mb=1024)
     assert not on_device(images, cap_mb=256)
     assert not on_device(ON_DEVICE_LIMIT + 1)
+
+
+def test_the_batch_finder_holds_what_the_runs_batches_keep_on_the_gpu() -> None:
+    # the training set twice (an epoch's reordered copy), the validation set once; nothing on a CPU
+    from torch.utils.data import TensorDataset
+
+    from trainconsole.trainers.batches import resident_bytes
+
+    train = TensorDataset(torch.zeros(1000, 3, 8, 8), torch.zeros(1000, dtype=torch.long))
+    val = TensorDataset(torch.zeros(200, 3, 8, 8), torch.zeros(200, dtype=torch.long))
+    one, cuda = 192 * 4 + 8, torch.device("cuda", 0)
+    assert resident_bytes(train, val, cuda) == 2 * 1000 * one + 200 * one
+    assert resident_bytes(train, val, cuda, cap_mb=1) == 0  # over a quarter of the cap: left on the host
+    assert resident_bytes(train, val, torch.device("cpu")) == 0

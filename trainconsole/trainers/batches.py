@@ -91,6 +91,21 @@ def on_device(nbytes: int, cap_mb: int = 0) -> bool:
     return nbytes <= ON_DEVICE_LIMIT and (not cap_mb or 2 * nbytes <= CAPPED_SHARE * (cap_mb << 20))
 
 
+def resident_bytes(train: Dataset, val: Dataset, device: torch.device, cap_mb: int = 0) -> int:
+    """What the run's batches keep on `device` throughout: each tensor dataset copied there up front
+    (`on_device`), the training one twice while an epoch's reordered copy lives. The batch finder holds as
+    much during its trials."""
+    if device.type != "cuda":
+        return 0
+    total = 0
+    for dataset, reordered in ((train, True), (val, False)):
+        if isinstance(dataset, TensorDataset) and len(dataset.tensors) == 2:
+            nbytes = sum(t.numel() * t.element_size() for t in dataset.tensors)
+            if on_device(nbytes, cap_mb):
+                total += nbytes * (2 if reordered and nbytes <= REORDER_LIMIT else 1)
+    return total
+
+
 def _order(sampler: Any) -> torch.Tensor:
     """The sampler's indices for this epoch as a tensor (EpochSampler has them as one already)."""
     if hasattr(sampler, "order"):

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import data, models
+from ..batches import resident_bytes
 from ..errors import TrainerError
 from ..optim import Precision, make_optimizer
 from ..protocol import Config
@@ -183,7 +184,12 @@ def find(config: Config, device: torch.device, world: int,
         return ok
 
     with _capped(cap_mb, devices):
+        # the datasets the run will keep on the GPU, held meanwhile (100 MB of images under a 256 MiB
+        # cap: the finder's batch ran out of memory in the run)
+        held = torch.empty(resident_bytes(split.train, split.val, device, cap_mb), dtype=torch.uint8,
+                           device=device)
         low = search(fits, limit, smallest)
+        del held
     found = max(smallest, int(low * MARGIN)) if low < limit else limit
     if peaks and low < limit:
         budget = (cap_mb << 20) if cap_mb else torch.cuda.get_device_properties(device).total_memory
