@@ -151,3 +151,14 @@ def test_no_measure_reads_the_output_as_before(home: Path, tmp_path: Path) -> No
     run_id = run(home, tmp_path, TRAIN, flags=("--no-measure",))
     assert not (home / "runs" / run_id / "probe").exists()
     assert not [e for e in events(home, run_id) if "source" in e]
+
+
+def test_a_line_torn_by_another_process_is_read_as_the_two_lines_it_holds(home: Path, tmp_path: Path) -> None:
+    # worker 1's whole line lands inside worker 0's: `A-text` `B-text\n` `\n` on one pipe (the flaky
+    # failure of the hogwild corpus case under load: the torn line was read as one, or lost its first half)
+    run_id = run(home, tmp_path, PROBE / "torn_lines.py", env={"COUNTERS": str(tmp_path / "c")})
+    workers = [json.loads(p.read_text()) for p in tmp_path.glob("c.*")]
+    got = [(e["step"], e["loss"]) for e in events(home, run_id) if e.get("source") == "text"]
+    assert len(workers) == 2 and got
+    first = next(w for w in workers if w["rank"] == 0)  # it stepped first: the run's main process
+    assert got == [(p["step"], p["loss"]) for p in first["printed"]]  # each of its lines, whole

@@ -35,6 +35,7 @@ EARLY_S = 60.0
 #: How many of a stream's stamps a line is looked for among (oldest first).
 WINDOW = 64
 HEAD = 80
+TORN_HEAD = 16
 SPLITS = ("train_", "val_", "test_", "eval_")
 TRAIN_SPLIT = re.compile(r"\btrain(?:ing)?\b", re.IGNORECASE)
 EVAL_SPLIT = re.compile(r"\b(?:val|valid|validation|test|dev)\b", re.IGNORECASE)
@@ -66,6 +67,7 @@ class Measured:
         self.stamps: dict[str, deque[Stamp]] = {"o": deque(maxlen=4096), "e": deque(maxlen=4096)}
         self.main: int | None = None
         self.held: list[tuple[str, Stamp]] = []  # the main process's lines, waiting for a later step
+        self.torn: dict[str, str] = {}  # per stream, a torn line's first part, waiting for its newline
         self.early: list[tuple[str, str, Stamp]] = []  # (stream, text, stamp) before any step
         self.early_since = 0.0
         self.text_only = False  # no step came: the text readers read everything
@@ -91,7 +93,16 @@ class Measured:
         if self.text_only:
             return False
         self.poll()
-        stamp = self._match(STREAMS.get(stream, ""), line) if final else None
+        key = STREAMS.get(stream, "")
+        if final and not line and key in self.torn:  # the newline that ends a torn line's first part
+            line = self.torn.pop(key)
+        elif final:
+            first, stamped, line = self._torn(key, line)
+            if first and stamped:
+                self.take(stream, first, final)
+            elif first:  # its stamp comes with its own newline: the empty line after this one
+                self.torn[key] = first
+        stamp = self._match(key, line) if final else None
         if stamp is None:
             return self.active  # another program's line, or a bar's state: the probe has the figures
         if not line.startswith(stamp.head):  # torn: another process's text came first on the line
@@ -150,6 +161,22 @@ class Measured:
         early, self.early = self.early, []
         for stream, line, _ in early:
             self.text(stream, line)
+
+    def _torn(self, stream: str, line: str) -> tuple[str, bool, str]:
+        """(first part, stamped yet, the rest) of a line another process wrote a whole line into (`A-text`,
+        `B-text\n`, `\n` on one pipe: A's text, then B's line); ("", False, LINE) for a whole line. The cut
+        is where a stamped line of another process begins; heads shorter than TORN_HEAD are not looked for
+        inside a line."""
+        stamps = self.stamps.get(stream)
+        if not stamps:
+            return "", False, line
+        window = list(stamps)[:WINDOW]
+        lead = next((s for s in window if s.head and line.startswith(s.head)), None)
+        start = len(lead.head) if lead else 1
+        cuts = [line.find(s.head, start) for s in window
+                if len(s.head) >= TORN_HEAD and (lead is None or s.pid != lead.pid)]
+        at = min((i for i in cuts if i > 0), default=0)
+        return (line[:at], lead is not None, line[at:]) if at else ("", False, line)
 
     def _match(self, stream: str, line: str) -> Stamp | None:
         """The oldest stamp of STREAM whose head is the line's; earlier stamps of its process are gone."""
