@@ -27,10 +27,18 @@ print(json.dumps({n["NodeID"]: n["Resources"] for n in ray.nodes() if n["Alive"]
 """
 
 
+#: Ports Ray's components take by default: a free port given to another component must not be one of them
+#: (the client server on 52365 once failed `ray start`: "dashboard_agent_http ... used by other components").
+RAY_DEFAULT_PORTS = frozenset({6379, 8265, 8076, 10001, 52365})
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in RAY_DEFAULT_PORTS:
+            return port
 
 
 @contextlib.contextmanager
