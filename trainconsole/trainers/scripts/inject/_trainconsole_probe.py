@@ -29,7 +29,6 @@ HEAD = 80
 #: A line still open (a progress bar redrawn with `\r`) keeps at most this much of its text.
 OPEN_LINE = 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
-SEQUENCES = (list, tuple)
 
 
 class Channel:
@@ -349,14 +348,7 @@ def _wrap_loaders(probe: Probe, torch: Any) -> None:
     def probed_next(self: Any) -> Any:
         batch = batch_next(self)
         if probe.state.read_batches:  # a loader without a batch size (a batch sampler's): every batch
-            try:  # _quiet inlined, and Probe.on_batch's common case (a tensor, or a list/tuple of them)
-                shape = getattr(batch[0] if type(batch) in SEQUENCES and batch else batch, "shape", None)
-                if shape:
-                    probe.state.batch_samples = shape[0]
-                else:
-                    probe.on_batch(batch)
-            except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
-                pass
+            _quiet(probe.on_batch, batch)
         return batch
 
     data.DataLoader.__iter__ = probed_iter
