@@ -1,6 +1,7 @@
 """The bare-PyTorch DDP baseline: `mp.spawn` + gloo + DistributedDataParallel, nothing else.
 
-Same model (trainconsole.trainers.models) and data (trainconsole.trainers.data, synthetic by default) as the
+Same model (trainconsole.trainers.builtin.models) and data (trainconsole.trainers.builtin.data, synthetic
+by default) as the
 trainer. Each rank
 pre-builds its shard's batches in memory (every `world`-th sample, like DistributedSampler) and trains
 with plain SGD — no events, no meter, no checkpoints. Rank 0 prints `{"samples_per_s": ...}`, counted
@@ -26,8 +27,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 from bare_loop import run_steps  # noqa: E402  (the same plain SGD step as the single-process baseline)
 
-from trainconsole.trainers import data, models  # noqa: E402
-from trainconsole.trainers.protocol import defaults  # noqa: E402
+from trainconsole.protocol import defaults  # noqa: E402
+from trainconsole.trainers.builtin import data, models
 from trainconsole.trainers.strategies.rendezvous import free_port  # noqa: E402
 
 

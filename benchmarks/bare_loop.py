@@ -1,6 +1,7 @@
 """The bare-PyTorch baseline for the trainer-overhead benchmark.
 
-Builds the same model (trainconsole.trainers.models) and the same data (trainconsole.trainers.data, synthetic
+Builds the same model (trainconsole.trainers.builtin.models) and the same data
+(trainconsole.trainers.builtin.data, synthetic
 or digits) as the
 trainer, pre-builds every batch in memory, and trains with plain SGD — no events, no meter, no
 checkpoints. Prints `{"samples_per_s": ...}` (median over --repeat timed runs, after --warmup steps).
@@ -22,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from trainconsole.trainers import data, models  # noqa: E402
-from trainconsole.trainers.protocol import defaults  # noqa: E402
+from trainconsole.protocol import defaults  # noqa: E402
+from trainconsole.trainers.builtin import data, models
 
 
 def parse_args() -> argparse.Namespace:

@@ -19,7 +19,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
 
-from trainconsole.trainers.protocol import RunDir, defaults, dumps  # noqa: E402
+from trainconsole.protocol import RunDir, defaults, dumps  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 EXE = str(Path(sys.executable).parent / "trainconsole")

@@ -23,7 +23,7 @@ from typing import Any
 
 from console_common import Console, machine
 
-from trainconsole.trainers.protocol import RunDir, defaults, dumps
+from trainconsole.protocol import RunDir, defaults, dumps
 
 RUN = "20240101-000000-small_cnn-digits-big1"
 PER_EPOCH = 1000

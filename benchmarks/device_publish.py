@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trainconsole.console.services.host_devices import OtherHosts  # noqa: E402
-from trainconsole.trainers.protocol import RunDir, device_publish, host_devices, nvml, processes  # noqa: E402
-from trainconsole.trainers.watchdog import Watchdog  # noqa: E402
+from trainconsole.protocol import RunDir, device_publish, host_devices, nvml, processes  # noqa: E402
+from trainconsole.trainers.lifecycle.watchdog import Watchdog  # noqa: E402
 
 
 def cpu() -> float:

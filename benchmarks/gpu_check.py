@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling module, 
 from gpu_check_scripts import check_host_snapshot, check_script_probe  # noqa: E402
 from gpu_pane_text import pane_text, pane_text_without_textual  # noqa: E402
 
-from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402 (stdlib only)
+from trainconsole.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402 (stdlib only)
 
 GPU_MARK = "<!-- gpu-check: cuda -->"
 RUN_NEEDS = ("numpy", "psutil")  # what `python -m trainconsole.trainers` imports besides torch and the stdlib

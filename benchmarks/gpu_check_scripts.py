@@ -56,7 +56,7 @@ print(json.dumps({"steps": steps, "skipped": skipped, "losses": losses,
 
 def script_run(home: Path, script: Path) -> tuple[Any, int, list[dict[str, Any]]]:
     """Run `script` as a run of kind script (the probe on) with this python; (run, exit code, events)."""
-    from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all
+    from trainconsole.protocol import RunDir, defaults, dumps, new_run_id, read_all
 
     config = defaults()
     config["script"].update(path=str(script), python=sys.executable, measure=True)
@@ -121,7 +121,7 @@ def check_host_snapshot(home: Path, run_id: str, pid: int) -> tuple[str, str]:
     """(status, figure) of the publisher's snapshot of this host while the run `run_id` trains."""
     import psutil
 
-    from trainconsole.trainers.protocol import device_publish
+    from trainconsole.protocol import device_publish
 
     device_publish.register(home, "gpu-check", run_id, pid, psutil.Process(pid).create_time(), "gpu-nvml")
     publisher = device_publish.Publisher(home, "gpu-check")

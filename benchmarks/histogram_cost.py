@@ -1,4 +1,4 @@
-"""What the per-epoch `histogram` event costs: `trainconsole.trainers.histograms.compact` against one
+"""What the per-epoch `histogram` event costs: `trainconsole.trainers.builtin.histograms.compact` against one
 training step of
 the same model, and the event's size.
 
@@ -38,7 +38,7 @@ def measure(name: str, model: object, batch: int, device: object, reps: int) -> 
     import torch
     import torch.nn.functional as F
 
-    from trainconsole.trainers import histograms
+    from trainconsole.trainers.builtin import histograms
 
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     model = model.to(device)
@@ -68,7 +68,7 @@ def main() -> None:
     import torch
     import torchvision
 
-    from trainconsole.trainers.models import small_cnn
+    from trainconsole.trainers.builtin.models import small_cnn
 
     device = torch.device(args.device)
     print(measure("small_cnn", small_cnn((3, 32, 32), 10), 128, device, args.reps), flush=True)

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 STEPS = 600  # a 0.5 MB-per-step leak at 0.1 s per step is warned before this step
 
-from trainconsole.trainers.protocol import RunDir, dumps, new_run_id, read_all, validate  # noqa: E402
+from trainconsole.protocol import RunDir, dumps, new_run_id, read_all, validate  # noqa: E402
 
 
 def config_for(name: str, weights: Path) -> dict:

@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 MAX_STEPS, STEP_S = 1200, 0.1
 
-from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402
+from trainconsole.protocol import RunDir, defaults, dumps, new_run_id, read_all  # noqa: E402
 
 PLUGIN = textwrap.dedent('''
     import os, time

@@ -128,7 +128,7 @@ def newest_row(home: Path, settle: float = 0.0) -> tuple[float, float]:
 
 def index_settle_s() -> float:
     """A run's files must be still this long before its summary is kept in the index."""
-    from trainconsole.trainers.protocol.index import SETTLE_S
+    from trainconsole.protocol.index import SETTLE_S
 
     return SETTLE_S + 0.5
 

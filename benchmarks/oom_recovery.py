@@ -3,7 +3,7 @@ lost, and throughput after recovery against a run started at the recovered micro
 
 Each case runs in a fresh process (the cap is a per-process rlimit): small_cnn on 1x32x32 inputs, batch
 256, SGD, 1 thread, `train.max_memory_mb = 100` (the full batch does not fit), `STEPS` steps through the
-trainer's own Stepper (trainconsole/trainers/step.py), each step timed on the wall clock.
+trainer's own Stepper (trainconsole/trainers/builtin/step.py), each step timed on the wall clock.
 - recover: starts at micro-batch 256, runs out of memory on step 1, recovers to 128 x 2;
 - started_at_128: the same cap, started at micro-batch 128 (what a resumed run does);
 - uncapped: no cap, micro-batch 256 (the reference loss curve and weights);
@@ -30,10 +30,10 @@ def case(name: str) -> dict:
     """Run one case in this process; per-step times, losses, recovery timing, a weight checksum."""
     import torch
 
-    from trainconsole.trainers.models import small_cnn
-    from trainconsole.trainers.optim import Precision
-    from trainconsole.trainers.protocol import defaults
-    from trainconsole.trainers.step import Stepper
+    from trainconsole.protocol import defaults
+    from trainconsole.trainers.builtin.models import small_cnn
+    from trainconsole.trainers.builtin.optim import Precision
+    from trainconsole.trainers.builtin.step import Stepper
     from trainconsole.trainers.strategies.single import SingleDevice
     from trainconsole.trainers.troubles import memory_cap
 

@@ -43,7 +43,7 @@ def rate(home: str, steps: int, measure: bool, runner: bool = False) -> tuple[fl
 def runner_run(home: str, steps: int, measure: bool) -> Path:
     """The same run as `run --script ... --wait`, started as the script runner in the foreground."""
     sys.path.insert(0, str(ROOT))
-    from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id
+    from trainconsole.protocol import RunDir, defaults, dumps, new_run_id
 
     config = defaults()
     config["script"].update(path=SCRIPT, args=["--steps", str(steps)], measure=measure, python=sys.executable)

@@ -32,7 +32,7 @@ from pathlib import Path
 import psutil
 from tune_common import DEMO, EXE, REPO, machine
 
-from trainconsole.console.control import runs
+from trainconsole.control import runs
 
 SETS = ["tune.num_samples=12", "tune.max_t=2", "tune.scheduler='none'", "tune.reuse_actors=false",
         "tune.max_concurrent=2"]

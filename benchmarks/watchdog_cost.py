@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from trainconsole.trainers.protocol import RunDir  # noqa: E402
-from trainconsole.trainers.watchdog import Watchdog  # noqa: E402
+from trainconsole.protocol import RunDir  # noqa: E402
+from trainconsole.trainers.lifecycle.watchdog import Watchdog  # noqa: E402
 
 
 def cpu() -> float:

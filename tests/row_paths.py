@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainconsole.console.control import runs
 from trainconsole.console.core.board import row
 from trainconsole.console.core.run_state import RunState, summarized
-from trainconsole.trainers.protocol import RunDir, index, read_all
+from trainconsole.control import runs
+from trainconsole.protocol import RunDir, index, read_all
 
 
 def live(run: RunDir) -> RunState:

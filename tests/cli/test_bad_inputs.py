@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.trainers.protocol import machine
-from trainconsole.trainers.protocol.config_file import MAX_BYTES
+from trainconsole.protocol import machine
+from trainconsole.protocol.config_file import MAX_BYTES
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 RUN_TOML = '[model]\nname = "small_cnn"\n[data]\nname = "digits"\n[train]\nepochs = 1\n'

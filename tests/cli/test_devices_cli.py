@@ -15,7 +15,8 @@ import pytest
 from host_helpers import EXE, cli
 from processes import wait_for
 
-from trainconsole.trainers.protocol import host_devices, hosts, nvml
+from trainconsole.protocol import host_devices, nvml
+from trainconsole.protocol.places import host as hosts
 
 GIB_MIB = 1024
 

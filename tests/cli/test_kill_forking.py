@@ -13,8 +13,8 @@ from pathlib import Path
 import psutil
 from processes import wait_for
 
-from trainconsole.console.control import runs
-from trainconsole.trainers import protocol
+from trainconsole import protocol
+from trainconsole.control import runs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MARK = "1207.5"  # `sleep 1207.5`: the processes this test starts, by their command line

@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainconsole.console.control import runs
-from trainconsole.trainers import protocol
+from trainconsole import protocol
+from trainconsole.control import runs
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 SLEEPER = "import sys, time; time.sleep(120)"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from processes import wait_for
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import RunDir
+from trainconsole import protocol
+from trainconsole.protocol import RunDir
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 SEARCH = "20240305-131500-tune-digits-5e5e"

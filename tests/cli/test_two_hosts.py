@@ -13,7 +13,8 @@ import pytest
 from host_helpers import OTHER, OtherHost, cli, events, marked, namespace_refusal, row, sleeper_script
 from processes import wait_for
 
-from trainconsole.trainers.protocol import RunDir, hosts, run_status
+from trainconsole.protocol import RunDir, run_status
+from trainconsole.protocol.places import host as hosts
 
 DIGITS = str(Path(__file__).resolve().parents[2] / "examples" / "digits.toml")
 

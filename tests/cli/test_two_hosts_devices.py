@@ -21,7 +21,8 @@ from processes import wait_for
 from trainconsole.console.app import TrainConsole
 from trainconsole.console.services.gpu import SimulatedGpus
 from trainconsole.console.widgets.host_groups import HostGroups
-from trainconsole.trainers.protocol import device_publish, hosts
+from trainconsole.protocol import device_publish
+from trainconsole.protocol.places import host as hosts
 
 SILENCE_S = 4.0
 SEEN_S = 5.0  # the bound: a change on the other host shows here within this

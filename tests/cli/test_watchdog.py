@@ -11,8 +11,8 @@ import pytest
 from host_helpers import cli, events, marked, sleeper_script
 from processes import wait_for
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import RunDir, heartbeat, run_requests, run_status
+from trainconsole import protocol
+from trainconsole.protocol import RunDir, heartbeat, run_requests, run_status
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from textual.widgets import Input
 
 from trainconsole.console.app import TrainConsole
 from trainconsole.console.services.gpu import SimulatedGpus
-from trainconsole.trainers.protocol import RunDir, defaults, dumps
+from trainconsole.protocol import RunDir, defaults, dumps
 
 T0 = 1_709_633_700.0  # 2024-03-05 10:15 UTC
 NOW = T0 + 3 * 3600.0

@@ -15,12 +15,12 @@ import pytest
 from conftest import REPO, T0, after, make_app, settle, training, until, write_run
 from textual.widgets import DataTable, Input
 
+from trainconsole import protocol
 from trainconsole.console.app import TrainConsole
 from trainconsole.console.core.board import duration, human_bytes
 from trainconsole.console.screens.compare_screen import CompareScreen
 from trainconsole.console.services.gpu import SimulatedGpus
 from trainconsole.console.widgets.loss_plot import LossPlot
-from trainconsole.trainers import protocol
 
 NARROW, WIDE = (80, 24), (120, 40)
 A, B = "20240305-101500-small-cnn-digits-aaaa", "20240305-111500-small-cnn-digits-bbbb"

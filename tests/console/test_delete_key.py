@@ -8,9 +8,9 @@ from pathlib import Path
 
 from conftest import FINISHED, RUNNING, STOPPED, make_app, settle, until
 
-from trainconsole.console.control import Control
 from trainconsole.console.screens.confirm_screen import ConfirmScreen
 from trainconsole.console.widgets.runs_table import RunsTable
+from trainconsole.control import Control
 
 
 def rows(app) -> list[str]:

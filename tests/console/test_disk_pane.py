@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import T0, make_app, settle, until, write_run
 
+from trainconsole import protocol
 from trainconsole.console.services import gpu
 from trainconsole.console.widgets.gpu_bars import GpuBars
 from trainconsole.console.widgets.runs_table import RunsTable
-from trainconsole.trainers import protocol
 
 PAUSED = "20240305-140000-paused-d15c"
 WARNING = {"t": T0 + 5, "type": "warning", "code": "disk_full", "path": "/x/runs/r/checkpoints/last.pt",
@@ -37,7 +37,7 @@ async def test_a_run_on_a_full_disk_says_so_in_its_row_and_log(tmp_path: Path,
         status = next(k for k in table.columns if k.value == "status")
         assert table.columns[status].width >= len("lost: disk full")  # the column widens to say it whole
     from trainconsole.console.cli_render import table as ls_table
-    from trainconsole.console.control import runs
+    from trainconsole.control import runs
 
     row = runs.summary(protocol.RunDir(home / "runs" / PAUSED))  # ls says what the console says
     assert row["status"] == "lost" and row["paused"] == "disk full"
@@ -67,8 +67,8 @@ def test_the_devices_pane_shows_the_homes_free_space_in_red_below_a_checkpoint(t
 
 def test_the_devices_pane_says_what_the_homes_runs_and_trash_hold(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from trainconsole.console.control import Control
-    from trainconsole.trainers.protocol import index
+    from trainconsole.control import Control
+    from trainconsole.protocol import index
 
     home = tmp_path / "home"
     sizes = {"20240101-000000-a-0001": 3000, "20240101-000000-b-0002": 5000, "20240101-000000-c-0003": 7000}

@@ -13,7 +13,8 @@ from conftest import NOW, make_app, settle, steady_cursors, until
 
 from trainconsole.console.services.host_devices import OtherHosts
 from trainconsole.console.widgets.host_groups import HostGroups
-from trainconsole.trainers.protocol import host_devices, hosts, nvml
+from trainconsole.protocol import host_devices, nvml
+from trainconsole.protocol.places import host as hosts
 
 NARROW, WIDE = (80, 24), (160, 50)
 HERE = "gpu-box-a"

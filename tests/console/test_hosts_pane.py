@@ -9,7 +9,8 @@ from conftest import FINISHED, RUNNING, STOPPED, make_app, settle
 from textual.widgets.data_table import ColumnKey
 
 from trainconsole.console.widgets.runs_table import RunsTable
-from trainconsole.trainers.protocol import RunDir, hosts
+from trainconsole.protocol import RunDir
+from trainconsole.protocol.places import host as hosts
 
 
 async def test_a_second_host_brings_the_host_column(fixture_home: Path) -> None:

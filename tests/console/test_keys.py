@@ -10,13 +10,13 @@ import pytest
 from conftest import alive, demo_config, family, settle, until
 from textual.widgets.data_table import CellDoesNotExist, RowDoesNotExist
 
+from trainconsole import protocol
 from trainconsole.console.app import TrainConsole
-from trainconsole.console.control import runs
 from trainconsole.console.screens.confirm_screen import ConfirmScreen
 from trainconsole.console.services.gpu import SimulatedGpus
 from trainconsole.console.widgets.loss_plot import LossPlot
 from trainconsole.console.widgets.runs_table import RunsTable
-from trainconsole.trainers import protocol
+from trainconsole.control import runs
 
 pytestmark = pytest.mark.slow
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from conftest import demo_config, settle, until
 
+from trainconsole import protocol
 from trainconsole.console.app import TrainConsole
-from trainconsole.console.control import runs
 from trainconsole.console.services.gpu import SimulatedGpus
-from trainconsole.trainers import protocol
+from trainconsole.control import runs
 
 pytestmark = pytest.mark.slow
 

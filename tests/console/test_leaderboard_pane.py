@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from conftest import T0, after, make_app, settle, until, write_run
 
+from trainconsole import protocol
 from trainconsole.console.widgets.leaderboard import Leaderboard
-from trainconsole.trainers import protocol
 
 TUNE = "20240305-131500-tune-digits-5e5e"
 NARROW, WIDE, HUGE = (80, 24), (120, 40), (170, 40)
@@ -143,7 +143,7 @@ async def test_t_on_a_finished_search_trains_the_best_config(finished_search: Pa
     config = protocol.load(run.config)
     assert (config["train"]["lr"], config["train"]["batch_size"]) == (0.0874, 32) and "tune" not in config
     assert json.loads(run.info_path.read_text())["kind"] == "train"
-    from trainconsole.console.control import runs
+    from trainconsole.control import runs
 
     assert runs.wait(run) == "finished"
     evals = [e for e in protocol.read_all(run.events) if e["type"] == "eval"]
@@ -151,8 +151,8 @@ async def test_t_on_a_finished_search_trains_the_best_config(finished_search: Pa
 
 
 async def test_the_setup_pane_loads_a_tune_toml_and_launches_a_search(running_search: Path) -> None:
-    from trainconsole.console.control import runs
     from trainconsole.console.widgets.run_form import RunForm
+    from trainconsole.control import runs
 
     app = make_app(running_search)
     async with app.run_test(size=WIDE) as pilot:

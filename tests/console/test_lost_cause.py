@@ -11,10 +11,10 @@ from conftest import demo_config, settle, until
 from rich.console import Console
 from textual.widgets import Static
 
+from trainconsole import protocol
 from trainconsole.console.app import TrainConsole
-from trainconsole.console.control import runs
 from trainconsole.console.services.gpu import SimulatedGpus
-from trainconsole.trainers import protocol
+from trainconsole.control import runs
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 #: A run process that dies at its start, as one whose launch directory shadowed it did.

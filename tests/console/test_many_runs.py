@@ -18,8 +18,8 @@ import pytest
 from conftest import make_app, until
 
 from trainconsole.console.core.board import row
-from trainconsole.trainers.protocol import index, index_file
-from trainconsole.trainers.protocol.status import run_status
+from trainconsole.protocol import index, index_file
+from trainconsole.protocol.status import run_status
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from many_runs import add_copy, big_copy  # noqa: E402

@@ -41,14 +41,14 @@ def test_console_never_imports_torch_torchvision_or_ray(tmp_path: Path) -> None:
 #: Packages and modules the console's first frame does without (they load once the dashboard opens).
 NOT_FIRST = ["plotext", "textual_plotext", "pynvml", "secrets", "torch", "tomllib", "psutil",
              "trainconsole.console.core.board", "trainconsole.console.services.tailer",
-             "trainconsole.trainers.protocol.config", "trainconsole.console.serve.options",
+             "trainconsole.protocol.config", "trainconsole.console.serve.options",
              "trainconsole.console.run_options"]
 
 
 def first_imports(*modules: str) -> list[str]:
     """Which of NOT_FIRST are imported along with `modules` (and the home's path, which the app reads)."""
     script = (f"import json, sys; import {', '.join(modules)}\n"
-              "from trainconsole.trainers import protocol; protocol.home()\n"
+              "from trainconsole import protocol; protocol.home()\n"
               f"names = {{p for m in sys.modules for p in (m, m.split('.')[0])}}\n"
               f"print(json.dumps(sorted(names & {set(NOT_FIRST)!r})))")
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -63,7 +63,7 @@ def test_the_first_frame_imports_no_plot_form_or_nvml() -> None:
     assert first_imports("trainconsole.console.cli", "trainconsole.console.app") == []
     assert "plotext" in first_imports("trainconsole.console.app",
                                       "trainconsole.console.screens.main_screen")  # the check sees it
-    assert {"tomllib", "trainconsole.trainers.protocol.config"} <= set(
-        first_imports("trainconsole.console.control"))
+    assert {"tomllib", "trainconsole.protocol.config"} <= set(
+        first_imports("trainconsole.control"))
     assert "trainconsole.console.core.board" in first_imports("trainconsole.console.app",
                                                               "trainconsole.console.screens.main_screen")

@@ -11,6 +11,7 @@ from rich.console import Console
 from textual.widgets import Input, Static
 from textual.widgets._footer import FooterKey
 
+from trainconsole import protocol
 from trainconsole.console.screens.help_screen import HelpScreen
 from trainconsole.console.screens.keys import WHY_NOT
 from trainconsole.console.screens.path_screen import PathScreen
@@ -20,7 +21,6 @@ from trainconsole.console.widgets.loss_plot import LossPlot
 from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 from trainconsole.console.widgets.weight_histogram import WeightHistogram
-from trainconsole.trainers import protocol
 
 
 async def test_space_overlays_runs_on_the_plot(fixture_home: Path) -> None:

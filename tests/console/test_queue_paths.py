@@ -15,8 +15,8 @@ import pytest
 from conftest import make_app, settle, until
 from test_leaderboard_pane import tune_home
 
-from trainconsole.console.control import runs
-from trainconsole.trainers import protocol
+from trainconsole import protocol
+from trainconsole.control import runs
 
 EXE = str(Path(sys.executable).with_name("trainconsole"))
 QUEUED = "\n[strategy]\nqueue = true\nmin_free_mb = 1000\n"
@@ -47,7 +47,7 @@ def assert_waits_in_queue(run: protocol.RunDir) -> None:
     try:
         assert runs.status(run) == "queued"
         info = run.read_info()
-        assert info["queued"] and "trainconsole.trainers.queue" in info["argv"]
+        assert info["queued"] and "trainconsole.trainers.lifecycle.queue" in info["argv"]
         assert not [e for e in protocol.read_all(run.events) if e["type"] == "started"]
     finally:
         assert runs.kill(run) == []

@@ -11,16 +11,16 @@ from pathlib import Path
 from conftest import T0, alive, demo_config, family, make_app, settle, training, until, write_run
 from textual.widgets import Input
 
+from trainconsole import protocol
 from trainconsole.console.app import TrainConsole
-from trainconsole.console.control import runs
 from trainconsole.console.screens.confirm_screen import ConfirmScreen
 from trainconsole.console.screens.path_screen import PathScreen
 from trainconsole.console.services.gpu import SimulatedGpus
 from trainconsole.console.widgets.filter_line import FilterLine
 from trainconsole.console.widgets.runs_table import RunsTable
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import RunDir
-from trainconsole.trainers.protocol.meta import read_meta
+from trainconsole.control import runs
+from trainconsole.protocol import RunDir
+from trainconsole.protocol.meta import read_meta
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 #: Four finished runs: their learning rates straddle 0.05, their final losses fall as the ids go up.

@@ -9,8 +9,8 @@ import pytest
 from conftest import make_app, settle
 from test_leaderboard_pane import NARROW, TUNE, WIDE, tune_home
 
+from trainconsole import protocol
 from trainconsole.console.widgets.leaderboard import Leaderboard
-from trainconsole.trainers import protocol
 
 
 @pytest.mark.parametrize(("size", "keys"), [(WIDE, ["tab"]), (NARROW, ["2", "tab", "tab"])])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from test_console_tmux import EXE, Terminal, term  # noqa: F401 - the fixture
 
-from trainconsole.trainers.protocol import RunDir, defaults, dumps
+from trainconsole.protocol import RunDir, defaults, dumps
 
 SPACE = '[tune]\nsearch = "random"\nmetric = "val_acc"\nmode = "max"\n[tune.space]\n' \
         '"train.lr" = { loguniform = [0.001, 0.3] }\n'

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from script_helpers import FIXTURES
 
-from trainconsole.trainers.protocol import EventWriter
+from trainconsole.protocol import EventWriter
 from trainconsole.trainers.scripts.output import OutputEvents, Pump
 
 CAPTURED = FIXTURES / "captured"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.trainers.protocol import EventWriter
+from trainconsole.protocol import EventWriter
 from trainconsole.trainers.scripts.formats import read
 from trainconsole.trainers.scripts.output import OutputEvents
 from trainconsole.trainers.scripts.plain import plain

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from script_helpers import FIXTURES, cli, of_type
 
-from trainconsole.trainers.protocol import EventWriter
+from trainconsole.protocol import EventWriter
 from trainconsole.trainers.scripts.file_tail import Listings
 from trainconsole.trainers.scripts.lightning_csv import LightningCsvTail, row_events
 from trainconsole.trainers.scripts.output import OutputEvents, Pump

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainconsole.trainers.protocol import EventWriter
+from trainconsole.protocol import EventWriter
 from trainconsole.trainers.scripts.output import LEAK_WARMUP_STEPS, OutputEvents
 
 MB = 1 << 20

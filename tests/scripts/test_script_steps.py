@@ -11,7 +11,7 @@ from pathlib import Path
 
 from script_helpers import assert_last_states, cli, of_type
 
-from trainconsole.trainers.protocol import EventWriter
+from trainconsole.protocol import EventWriter
 from trainconsole.trainers.scripts.output import MAX_LINE, OutputEvents, Pump
 from trainconsole.trainers.scripts.report import Reporter
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.trainers.protocol import home as protocol_home
+from trainconsole.protocol import home as protocol_home
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import torch
 import torchvision
 from torch import nn
 
-from trainconsole.trainers.protocol import Config
+from trainconsole.protocol import Config
 
 
 def resnet18(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> nn.Module:
@@ -68,7 +68,7 @@ HOARD: list[torch.Tensor] = []
 def hoarder(config: Config, num_classes: int, input_shape: tuple[int, ...]) -> nn.Module:
     """The demo's small_cnn, built by a factory that keeps 400 MB of tensors in a module-level list (a
     Ray worker that runs the next trial still holds them)."""
-    from trainconsole.trainers.models import small_cnn
+    from trainconsole.trainers.builtin.models import small_cnn
 
     HOARD.append(torch.ones(100 << 20))  # 400 MB, touched: resident
     return small_cnn(input_shape, num_classes)

@@ -13,10 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import Dataset
 
-from trainconsole.trainers import data
-from trainconsole.trainers.loop import Training
-from trainconsole.trainers.protocol import Config
-from trainconsole.trainers.signals import StopFlag
+from trainconsole.protocol import Config
+from trainconsole.trainers.builtin import data
+from trainconsole.trainers.builtin.loop import Training
+from trainconsole.trainers.lifecycle.signals import StopFlag
 from trainconsole.trainers.strategies import Strategy
 
 

@@ -29,7 +29,8 @@ def _free_port() -> int:
 
 def _attempt(model: nn.Module, buckets: GradientBuckets, x: torch.Tensor, parts: int,
              fail_at: int | None) -> list[int]:
-    """One attempt as `trainconsole.trainers.step` makes it: micro-batches accumulate, the last one is armed;
+    """One attempt as `trainconsole.trainers.builtin.step` makes it: micro-batches accumulate, the last one
+    is armed;
     a failure
     ends the loop; every rank finishes its buckets then learns who failed."""
     model.zero_grad(set_to_none=True)

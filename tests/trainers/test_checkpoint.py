@@ -10,8 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from trainconsole.trainers import checkpoint, models
-from trainconsole.trainers.checkpoint import CheckpointError
+from trainconsole.trainers.builtin import checkpoint, models
+from trainconsole.trainers.builtin.checkpoint import CheckpointError
 
 
 class Payload:

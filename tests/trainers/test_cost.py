@@ -1,4 +1,5 @@
-"""A run records its own cost (trainconsole/trainers/cost.py): wall time and the peak memory of its whole
+"""A run records its own cost (trainconsole/trainers/builtin/cost.py): wall time and the peak memory of its
+whole
 process tree,
 in its final event and in periodic `cost` events."""
 
@@ -14,7 +15,7 @@ import psutil
 import pytest
 from trainer_runs import events, make_config, make_run, train
 
-from trainconsole.trainers import cost
+from trainconsole.trainers.builtin import cost
 
 
 class Log:

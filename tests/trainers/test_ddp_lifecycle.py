@@ -1,6 +1,6 @@
 """A DDP run's life as the console drives it: a rank that fails, a stop, a kill, two nodes on loopback.
 
-Runs are launched like the console launches them (`trainconsole.console.control.runs`: detached, own process
+Runs are launched like the console launches them (`trainconsole.control.runs`: detached, own process
 group),
 so "no process left behind" means: nothing alive in the run's process group afterwards.
 """
@@ -17,10 +17,11 @@ import pytest
 from processes import wait_for
 from trainer_runs import ON_CPU, REPO, events, make_config, make_run, start
 
-from trainconsole.console.control import runs
-from trainconsole.trainers import checkpoint, protocol
-from trainconsole.trainers.protocol import RunDir
-from trainconsole.trainers.protocol import home as home_dir
+from trainconsole import protocol
+from trainconsole.control import runs
+from trainconsole.protocol import RunDir
+from trainconsole.protocol import home as home_dir
+from trainconsole.trainers.builtin import checkpoint
 from trainconsole.trainers.strategies.rendezvous import free_port
 
 DDP2 = {"name": "ddp", "devices": 2, **ON_CPU}

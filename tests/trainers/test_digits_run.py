@@ -7,8 +7,9 @@ from pathlib import Path
 import torch
 from trainer_runs import CUDA, auto_devices, events, make_config, make_run, train
 
-from trainconsole.trainers import data, models, protocol
-from trainconsole.trainers.protocol import RunDir
+from trainconsole import protocol
+from trainconsole.protocol import RunDir
+from trainconsole.trainers.builtin import data, models
 
 
 def evaluate(model: torch.nn.Module, val: torch.utils.data.TensorDataset) -> float:

@@ -15,7 +15,7 @@ import torch
 from processes import wait_for
 from trainer_runs import events, make_config, make_run, start
 
-from trainconsole.trainers.protocol import run_status
+from trainconsole.protocol import run_status
 
 CONFIG = {"data": {"image_size": 24}, "train": {"epochs": 12, "batch_size": 64, "threads": 1}}
 

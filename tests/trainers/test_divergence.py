@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trainer_runs import REPO, events, make_run, train
 
-from trainconsole.trainers.protocol import validate
+from trainconsole.protocol import validate
 from trainconsole.trainers.troubles.divergence import DivergenceWatch
 
 

@@ -17,7 +17,7 @@ from torch import nn
 from trainer_runs import events, make_config, make_run, train
 
 from trainconsole.console.core.run_state import RunState
-from trainconsole.trainers.protocol import run_status
+from trainconsole.protocol import run_status
 from trainconsole.trainers.troubles import precision_probe
 from trainconsole.trainers.troubles.explain import explain
 from trainconsole.trainers.troubles.pointed import layer_trace
@@ -219,7 +219,7 @@ def probe(timings: dict[str, float] | None = None, precision: str = "bf16") -> t
                                                                                   nn.Module]:
     """Run the precision probe on a small CPU model. With `timings` ({"fp32": s, "chosen": s}) the probe's
     passes still run, but each is said to take those seconds: the ratio is the test's, not the load's."""
-    from trainconsole.trainers.optim import Precision
+    from trainconsole.trainers.builtin.optim import Precision
     from trainconsole.trainers.strategies.single import SingleDevice
 
     strategy = SingleDevice(make_config(strategy={"accelerator": "cpu"}))

@@ -9,7 +9,8 @@ import pytest
 import torch
 from trainer_runs import events, make_config, make_run, train
 
-from trainconsole.trainers import data, protocol
+from trainconsole import protocol
+from trainconsole.trainers.builtin import data
 from trainconsole.trainers.errors import DataFilesMissing, NonFiniteLossError
 from trainconsole.trainers.troubles.explain import explain
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from trainer_runs import events, make_config, make_run, train
 
-from trainconsole.trainers.protocol import run_status
+from trainconsole.protocol import run_status
 
 
 def test_a_killed_finder_fails_the_run_within_a_minute(tc_home: Path,

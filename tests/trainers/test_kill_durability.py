@@ -12,7 +12,7 @@ import torch
 from processes import wait_for
 from trainer_runs import events, make_config, make_run, start
 
-from trainconsole.trainers import checkpoint, models
+from trainconsole.trainers.builtin import checkpoint, models
 
 KILLS = 15
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from trainer_runs import ON_CPU, events, make_config, make_run, train
 
-from trainconsole.trainers import models
+from trainconsole.trainers.builtin import models
 
 PLUGIN = textwrap.dedent('''
     from torch import nn

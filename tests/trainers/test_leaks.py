@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from trainer_runs import REPO, events, make_run, train
 
-from trainconsole.trainers.protocol import validate
+from trainconsole.protocol import validate
 from trainconsole.trainers.troubles.leaks import LeakWatch, fit
 
 HOARDER = textwrap.dedent('''

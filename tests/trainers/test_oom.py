@@ -11,7 +11,7 @@ from trainer_runs import events, make_config, make_run, train
 
 from trainconsole.console.core.board import plot_lines
 from trainconsole.console.core.run_state import RunState
-from trainconsole.trainers.protocol import run_status
+from trainconsole.protocol import run_status
 
 # 32x32 digits, batch 256: the full batch needs more than 100 MB of activations, half of it does not.
 CAPPED = {"data": {"image_size": 32}, "train": {"batch_size": 256, "epochs": 1, "threads": 1}}

@@ -10,7 +10,7 @@ import pytest
 import torch
 from trainer_runs import events, make_config, make_run, train
 
-from trainconsole.trainers.protocol import run_status
+from trainconsole.protocol import run_status
 
 HERE = str(Path(__file__).parent)
 DIGITS16 = {"image_size": 16, "channels": 3}

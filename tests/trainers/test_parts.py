@@ -10,11 +10,11 @@ import pytest
 import torch
 from trainer_runs import CUDA, make_config
 
-from trainconsole.trainers import data, models
-from trainconsole.trainers.loop import train
-from trainconsole.trainers.optim import LrSchedule
-from trainconsole.trainers.protocol import RunDir
-from trainconsole.trainers.signals import StopFlag
+from trainconsole.protocol import RunDir
+from trainconsole.trainers.builtin import data, models
+from trainconsole.trainers.builtin.loop import train
+from trainconsole.trainers.builtin.optim import LrSchedule
+from trainconsole.trainers.lifecycle.signals import StopFlag
 from trainconsole.trainers.strategies import EpochSampler, make_strategy
 
 
@@ -81,7 +81,7 @@ def test_synthetic_is_seeded() -> None:
 
 def test_tensor_batches_cover_the_epoch_and_resume_mid_epoch() -> None:
     config = make_config(data={"name": "synthetic", "samples": 100, "shape": [1, 2, 2]})
-    from trainconsole.trainers.batches import make_batches
+    from trainconsole.trainers.builtin.batches import make_batches
 
     ds = data.build(config).train
     batches = make_batches(ds, 16, True, make_strategy(config), seed=7)
@@ -143,7 +143,7 @@ class Items(torch.utils.data.Dataset):
 
 @pytest.mark.parametrize("workers", [0, 1])
 def test_dataloader_batches_follow_the_sampler_and_skip(workers: int) -> None:
-    from trainconsole.trainers.batches import LoaderBatches, make_batches
+    from trainconsole.trainers.builtin.batches import LoaderBatches, make_batches
 
     batches = make_batches(Items(), 8, True, make_strategy(make_config()), num_workers=workers, seed=3)
     assert isinstance(batches, LoaderBatches) and len(batches) == 7
@@ -156,7 +156,7 @@ def test_dataloader_batches_follow_the_sampler_and_skip(workers: int) -> None:
 def test_a_dataset_goes_to_the_gpu_only_within_its_share_of_the_memory_cap() -> None:
     # gpu-check on an H100: 8,192 32x32 images (100 MB, twice with an epoch's reordered copy) under a
     # 256 MiB cap left resnet18 nothing; the batch finder, which holds no dataset, had sized the batch
-    from trainconsole.trainers.batches import ON_DEVICE_LIMIT, on_device
+    from trainconsole.trainers.builtin.batches import ON_DEVICE_LIMIT, on_device
 
     images = 8192 * 3 * 32 * 32 * 4 + 8192 * 8
     assert on_device(images) and on_device(images, cap_mb=1024)
@@ -168,7 +168,7 @@ def test_the_batch_finder_holds_what_the_runs_batches_keep_on_the_gpu() -> None:
     # the training set twice (an epoch's reordered copy), the validation set once; nothing on a CPU
     from torch.utils.data import TensorDataset
 
-    from trainconsole.trainers.batches import resident_bytes
+    from trainconsole.trainers.builtin.batches import resident_bytes
 
     train = TensorDataset(torch.zeros(1000, 3, 8, 8), torch.zeros(1000, dtype=torch.long))
     val = TensorDataset(torch.zeros(200, 3, 8, 8), torch.zeros(200, dtype=torch.long))

@@ -6,8 +6,8 @@ import time
 
 import torch
 
-from trainconsole.trainers.meter import StepMeter
-from trainconsole.trainers.protocol.rates import MeanRate, mean_rate
+from trainconsole.protocol.rates import MeanRate, mean_rate
+from trainconsole.trainers.builtin.meter import StepMeter
 
 
 def meter_events(pauses: list[float], batch: int = 32) -> tuple[list[dict], float]:

@@ -11,10 +11,10 @@ import torch
 from torch.utils.data import DistributedSampler, TensorDataset
 from trainer_runs import ON_CPU, make_config, make_run
 
-from trainconsole.trainers import loop, models
+from trainconsole.protocol import EventWriter, read_all
+from trainconsole.trainers.builtin import loop, models
 from trainconsole.trainers.errors import StrategyUnavailable
-from trainconsole.trainers.protocol import EventWriter, read_all
-from trainconsole.trainers.signals import StopFlag
+from trainconsole.trainers.lifecycle.signals import StopFlag
 from trainconsole.trainers.strategies import stages
 from trainconsole.trainers.strategies.pipeline import Pipeline
 from trainconsole.trainers.strategies.rendezvous import rank_envs
@@ -91,7 +91,7 @@ def test_the_not_a_chain_table_matches_installed_torchvision(monkeypatch: pytest
     not chain are exactly protocol's NOT_A_CHAIN, so validation refuses before start what cannot split."""
     from torchvision.models import regnet
 
-    from trainconsole.trainers.protocol.model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
+    from trainconsole.protocol.model_names import NOT_A_CHAIN, TORCHVISION_CLASSIFIERS
 
     widths = regnet.BlockParams.from_init_params  # computes block widths with tensor ops: not on meta
     monkeypatch.setattr(regnet.BlockParams, "from_init_params",

@@ -9,8 +9,9 @@ import pytest
 from processes import wait_for
 from trainer_runs import events, make_config, make_run, start, train
 
-from trainconsole.trainers import checkpoint, protocol
-from trainconsole.trainers.protocol import dumps
+from trainconsole import protocol
+from trainconsole.protocol import dumps
+from trainconsole.trainers.builtin import checkpoint
 
 
 @pytest.mark.slow

@@ -15,9 +15,10 @@ import strategy_probes as probes
 import torch
 from trainer_runs import GPUS, ON_CPU, events, make_config, make_run, train
 
-from trainconsole.trainers import checkpoint, loop, models, protocol
-from trainconsole.trainers.protocol import EventWriter, RunDir, read_all
-from trainconsole.trainers.signals import StopFlag
+from trainconsole import protocol
+from trainconsole.protocol import EventWriter, RunDir, read_all
+from trainconsole.trainers.builtin import checkpoint, loop, models
+from trainconsole.trainers.lifecycle.signals import StopFlag
 from trainconsole.trainers.strategies import make_strategy
 
 DDP2 = {"name": "ddp", "devices": 2, **ON_CPU}

@@ -18,9 +18,9 @@ import psutil
 import pytest
 from processes import gone, wait_for
 
-from trainconsole.console.control import runs
-from trainconsole.trainers.protocol import RunDir, request_trial_stop
-from trainconsole.trainers.protocol.tune_config import load_tune, short_names, trial_run_config
+from trainconsole.control import runs
+from trainconsole.protocol import RunDir, request_trial_stop
+from trainconsole.protocol.tune_config import load_tune, short_names, trial_run_config
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 pytestmark = pytest.mark.slow

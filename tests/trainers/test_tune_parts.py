@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from trainconsole.trainers.protocol import EventWriter, RunDir, read_all, request_trial_stop
+from trainconsole.protocol import EventWriter, RunDir, read_all, request_trial_stop
 from trainconsole.trainers.tune import bridge, session
 
 TUNE = {"max_t": 4, "scheduler": "asha", "space": {"train.lr": {"uniform": [0.01, 0.1]},
@@ -113,7 +113,7 @@ def test_a_reused_worker_starts_the_next_trial_without_the_last_ones_cap_nor_a_g
     import sys
     import textwrap
 
-    from trainconsole.trainers.protocol import defaults
+    from trainconsole.protocol import defaults
     from trainconsole.trainers.tune.trial import trial_settings
 
     child = textwrap.dedent("""

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from trainconsole.trainers.protocol import RunDir, defaults, dumps, new_run_id, read_all
+from trainconsole.protocol import RunDir, defaults, dumps, new_run_id, read_all
 
 REPO = Path(__file__).resolve().parents[2]
 #: What `accelerator = 'auto'` picks here: the expectations of device, backend and precision follow it,

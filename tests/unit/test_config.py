@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import ConfigError, machine
-from trainconsole.trainers.protocol.tune_config import load_tune
+from trainconsole import protocol
+from trainconsole.protocol import ConfigError, machine
+from trainconsole.protocol.tune_config import load_tune
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -101,7 +101,7 @@ def test_bad_override_syntax() -> None:
 def test_model_names_match_installed_torchvision() -> None:
     import torchvision.models as models
 
-    from trainconsole.trainers.protocol.model_names import TORCHVISION_CLASSIFIERS
+    from trainconsole.protocol.model_names import TORCHVISION_CLASSIFIERS
 
     assert TORCHVISION_CLASSIFIERS == set(models.list_models(module=models))
 
@@ -110,7 +110,7 @@ def test_protocol_does_not_import_torch() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, trainconsole.trainers.protocol; "
+    code = ("import sys, trainconsole.protocol; "
             "print(any(m.split('.')[0] in ('torch', 'numpy') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -155,7 +155,7 @@ def test_keys_left_out_get_their_defaults_and_the_others_keep_their_values() -> 
 
 def test_every_number_has_a_range() -> None:
     """A range (both ends) for every int/float key of the run and tune schemas."""
-    from trainconsole.trainers.protocol.tune_config import TUNE_SCHEMA
+    from trainconsole.protocol.tune_config import TUNE_SCHEMA
 
     fields = {f"{s}.{k}": f for s, keys in protocol.SCHEMA.items() for k, f in keys.items()}
     fields.update({f"tune.{k}": f for k, f in TUNE_SCHEMA.items()})
@@ -274,7 +274,7 @@ def test_at_run_start_a_batch_above_the_data_warns_and_cpu_devices_are_the_cores
     """What only the run can know: the training set's size (one warning with the batches per epoch), and
     the cores of the machine it trains on (a clear refusal, never a MemoryError) where a config was not
     validated here; `strategy.oversubscribe` lets more workers than cores through."""
-    from trainconsole.trainers import setup
+    from trainconsole.trainers.builtin import setup
     from trainconsole.trainers.errors import StrategyUnavailable
     from trainconsole.trainers.strategies import devices, make_strategy
 
@@ -299,7 +299,7 @@ def test_at_run_start_a_batch_above_the_data_warns_and_cpu_devices_are_the_cores
 def test_every_key_s_type_error_says_what_is_allowed_in_a_user_s_words() -> None:
     """A value of the wrong type for any key of the run and tune schemas: `must be an integer`, never
     Python's `must be int or str`; the value shown as TOML writes it."""
-    from trainconsole.trainers.protocol.tune_config import TUNE_SCHEMA
+    from trainconsole.protocol.tune_config import TUNE_SCHEMA
 
     fields = {f"{s}.{k}": f for s, keys in protocol.SCHEMA.items() for k, f in keys.items()}
     fields.update({f"tune.{k}": f for k, f in TUNE_SCHEMA.items()})

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import ConfigError
-from trainconsole.trainers.protocol.config_file import MAX_BYTES
+from trainconsole import protocol
+from trainconsole.protocol import ConfigError
+from trainconsole.protocol.config_file import MAX_BYTES
 
 
 @pytest.fixture

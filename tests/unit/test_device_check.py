@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import ConfigError, machine
-from trainconsole.trainers.protocol.tune_config import load_tune
+from trainconsole import protocol
+from trainconsole.protocol import ConfigError, machine
+from trainconsole.protocol.tune_config import load_tune
 
 STRATEGIES = ("single", "dp", "ddp", "model_parallel")
 

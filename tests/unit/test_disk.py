@@ -6,7 +6,7 @@ import errno
 import json
 from pathlib import Path
 
-from trainconsole.trainers.protocol import EventWriter
+from trainconsole.protocol import EventWriter
 from trainconsole.trainers.troubles.disk import is_disk_full
 from trainconsole.trainers.troubles.explain import explain
 
@@ -39,7 +39,7 @@ def test_a_writer_on_a_full_disk_keeps_its_events_and_writes_them_in_order_later
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr("trainconsole.trainers.protocol.events.os.write", write)
+    monkeypatch.setattr("trainconsole.protocol.events.os.write", write)
     writer.emit("step", step=2)
     writer.emit("step", step=3)
     assert writer.waiting == 3 and not (tmp_path / ".reserve").exists()  # the ballast went for the warning

@@ -9,8 +9,8 @@ import stat
 import threading
 from pathlib import Path
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import EventReader, EventWriter
+from trainconsole import protocol
+from trainconsole.protocol import EventReader, EventWriter
 
 
 def append_many(path: str, writer_id: int, n: int) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainconsole.console.filters import FilterError, parse
-from trainconsole.trainers.protocol.index import Summary
+from trainconsole.protocol.index import Summary
 
 
 def summary(run_id: str, status: str = "finished", val_acc: float | None = 0.95, lr: float = 0.05,

@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainconsole.trainers.protocol import device_publish, host_devices, nvml
-from trainconsole.trainers.protocol.host_devices import HostSnapshot
-from trainconsole.trainers.protocol.nvml import GIB, Gpu, GpuProc, Host
+from trainconsole.protocol import device_publish, host_devices, nvml
+from trainconsole.protocol.host_devices import HostSnapshot
+from trainconsole.protocol.nvml import GIB, Gpu, GpuProc, Host
 
 
 def me() -> tuple[int, float]:
@@ -133,8 +133,9 @@ def test_a_gpu_process_belongs_to_the_run_among_its_parents() -> None:
 
 def test_another_node_of_a_slurm_run_publishes_its_host_into_the_runs_home_as_the_run(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from trainconsole.trainers.protocol import RunDir, hosts
-    from trainconsole.trainers.watchdog import Watchdog
+    from trainconsole.protocol import RunDir
+    from trainconsole.protocol.places import host as hosts
+    from trainconsole.trainers.lifecycle.watchdog import Watchdog
 
     monkeypatch.setenv(device_publish.ENV_SIMULATED, "2")
     (tmp_path / "runs").mkdir()

@@ -12,11 +12,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from trainconsole import protocol
 from trainconsole.console import cli_render
-from trainconsole.console.control import Control, Refused, runs
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import RunDir, heartbeat, hosts, run_requests
-from trainconsole.trainers.protocol.heartbeat import Beat
+from trainconsole.control import Control, Refused, runs
+from trainconsole.protocol import RunDir, heartbeat, run_requests
+from trainconsole.protocol.heartbeat import Beat
+from trainconsole.protocol.places import host as hosts
 
 T0 = 1_800_000_000.0
 OTHER = "other-host-not-this-one"
@@ -76,7 +77,7 @@ def test_a_run_of_another_host_with_a_live_pid_here_is_never_that_process(
     """pid, start time *and* host: the local process matching the first two keeps the run neither alive
     nor in reach of `kill`; only its heartbeat says it lives."""
     monkeypatch.setenv(heartbeat.ENV_SILENCE, "30")
-    monkeypatch.setattr("trainconsole.console.control.remote.KILL_WAIT_S", 0.5)
+    monkeypatch.setattr("trainconsole.control.places.host.KILL_WAIT_S", 0.5)
     assert hosts.this_host() == socket.gethostname() != OTHER
     run = remote_run(home, stranger, started_at=time.time() - 60)
     assert protocol.run_status(run) == "lost"  # silent for 60 s, whatever lives here under its pid

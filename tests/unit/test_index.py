@@ -11,9 +11,9 @@ from typing import Any
 
 import psutil
 
-from trainconsole.console.control import runs
-from trainconsole.trainers.protocol import EventWriter, RunDir, index, index_file
-from trainconsole.trainers.protocol.meta import read_meta, tags_of, update_meta
+from trainconsole.control import runs
+from trainconsole.protocol import EventWriter, RunDir, index, index_file
+from trainconsole.protocol.meta import read_meta, tags_of, update_meta
 
 T0 = 1_700_000_000.0
 OLD = time.time() - 3600  # the one past moment settled runs are dated at, so their fingerprints repeat

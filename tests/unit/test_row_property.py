@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from row_paths import both
 
-from trainconsole.trainers.protocol import RunDir
+from trainconsole.protocol import RunDir
 
 T0 = 1_700_000_000.0
 OLD = T0 + 10_000  # every file's mtime: settled long ago

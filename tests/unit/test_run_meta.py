@@ -9,8 +9,8 @@ import pytest
 
 from trainconsole.console.services import run_meta
 from trainconsole.console.services.run_meta import MetaWatch
-from trainconsole.trainers.protocol import RunDir
-from trainconsole.trainers.protocol.meta import update_meta
+from trainconsole.protocol import RunDir
+from trainconsole.protocol.meta import update_meta
 
 
 def tag(home: Path, run_id: str, name: str) -> None:
@@ -46,7 +46,7 @@ def test_a_big_home_is_looked_at_in_turns_and_the_selected_run_at_every_look(
 
 def test_a_run_the_control_layer_changed_is_looked_at_in_the_next_look_whatever_its_turn(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from trainconsole.console.control import Control
+    from trainconsole.control import Control
 
     monkeypatch.setattr(run_meta, "PER_LOOK", 4)
     ids = home_of(tmp_path, 40)
@@ -67,7 +67,7 @@ def test_a_run_the_control_layer_changed_is_looked_at_in_the_next_look_whatever_
 
 def test_the_change_journal_starts_afresh_when_big_and_a_reader_follows_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from trainconsole.trainers.protocol import changes
+    from trainconsole.protocol import changes
 
     monkeypatch.setattr(changes, "MAX_BYTES", 100)
     feed = changes.ChangeFeed(tmp_path)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.console.control import runs
 from trainconsole.console.core.board import rank, row
 from trainconsole.console.core.run_state import RunState, summarized
-from trainconsole.trainers.protocol import EventWriter, RunDir, index
+from trainconsole.control import runs
+from trainconsole.protocol import EventWriter, RunDir, index
 
 T0 = 1_700_000_000.0
 OLD = time.time() - 3600

@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import (
+from trainconsole import protocol
+from trainconsole.protocol import (
     EventWriter,
     RunDir,
     derive_status,
@@ -106,7 +106,7 @@ def test_the_run_lock_excludes_a_second_holder(tmp_path: Path) -> None:
     assert order == ["first released", "second"]
 
 
-@pytest.mark.parametrize("module", ["trainconsole.trainers.protocol"])
+@pytest.mark.parametrize("module", ["trainconsole.protocol"])
 def test_protocol_stays_stdlib_only(module: str) -> None:
     heavy = "('torch', 'psutil', 'textual')"
     code = f"import sys, {module}; print(sorted(m for m in {heavy} if m in sys.modules))"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import ConfigError
-from trainconsole.trainers.protocol.tune_config import load_tune
+from trainconsole import protocol
+from trainconsole.protocol import ConfigError
+from trainconsole.protocol.tune_config import load_tune
 
 BASE = """
 [model]
@@ -133,7 +133,7 @@ def test_ranges_of_the_right_shape_pass(path: Path) -> None:
 
 
 def test_gpus_beyond_this_machine_need_a_cluster_and_space_ranges_use_the_key_s_range(path: Path) -> None:
-    from trainconsole.trainers.protocol import machine
+    from trainconsole.protocol import machine
 
     more = f"tune.gpus_per_trial={machine.gpu_count() + 1}"
     with pytest.raises(ConfigError, match=r"^tune.gpus_per_trial: must be <= \d+, the GPUs visible here"):

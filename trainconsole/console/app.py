@@ -27,19 +27,19 @@ from textual.app import App  # noqa: E402
 from textual.binding import Binding  # noqa: E402
 from textual.worker import Worker, WorkerState, get_current_worker  # noqa: E402
 
+from trainconsole import protocol
 from trainconsole.console import demos, hangup
 from trainconsole.console.screens.start_screen import StartScreen
 from trainconsole.console.typeahead import TypeAhead
-from trainconsole.trainers import protocol
 
 if TYPE_CHECKING:
-    from trainconsole.console.control import Control
     from trainconsole.console.core.board import Board
     from trainconsole.console.core.notices import Notice
     from trainconsole.console.screens.main_screen import MainScreen
     from trainconsole.console.services import gpu
     from trainconsole.console.services.tailer import RunsRead, Tailer
-    from trainconsole.trainers.protocol.host_devices import HostSnapshot
+    from trainconsole.control import Control
+    from trainconsole.protocol.host_devices import HostSnapshot
 
 DEVICES_S = 0.5  # NVML at 2 Hz
 FULL_GC_AFTER = 100  # middle-generation passes between full ones, once every history is read (Python: 10)
@@ -97,7 +97,7 @@ class TrainConsole(App[None]):
     @cached_property
     def control(self) -> Control:
         """The control layer every key acts through (imported after the first frame)."""
-        from trainconsole.console.control import Control
+        from trainconsole.control import Control
 
         return Control(self.home, read_only=self.read_only)
 

@@ -10,15 +10,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from trainconsole.trainers import (
+from trainconsole import (
     protocol,  # (its names load on first use: the console's first frame needs none)
 )
-from trainconsole.trainers.protocol.launch import reach_launch_dir
+from trainconsole.protocol.launch import reach_launch_dir
 
 from .cli_runs import USAGE_ERROR, control, fail, find_run, follow, picked
 
 if TYPE_CHECKING:
-    from trainconsole.trainers.protocol.tune_config import load_tune
+    from trainconsole.protocol.tune_config import load_tune
 
     from . import cli_render as render
 
@@ -167,10 +167,10 @@ def _import_commands() -> None:
     """The headless commands' modules (psutil, subprocess, the tune schema), imported only when a command
     runs: the console's first frame waits for none of them."""
     global load_tune, render, Refused
-    from trainconsole.trainers.protocol.tune_config import load_tune
+    from trainconsole.control import Refused
+    from trainconsole.protocol.tune_config import load_tune
 
     from . import cli_render as render
-    from .control import Refused
 
 
 def open_console(read_only: bool = False, bell: bool | None = None) -> int:
@@ -312,7 +312,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def with_tags_and_notes(report: dict[str, Any], found: list[protocol.RunDir]) -> dict[str, Any]:
     """A compare report whose runs carry their tags and note (from each run's meta.json)."""
-    from trainconsole.trainers.protocol.meta import tags_of
+    from trainconsole.protocol.meta import tags_of
 
     door = control()
     marks = {run.id: door.meta(run) for run in found}
@@ -325,7 +325,7 @@ def with_tags_and_notes(report: dict[str, Any], found: list[protocol.RunDir]) ->
 def cmd_serve(args: argparse.Namespace) -> int:
     """`serve [--host H] [--port P] [--read-only] [--allow-remote] [--max-sessions N] ...`: the console in a
     browser, one console process per tab, behind a token printed once."""
-    from .control.extras import missing
+    from trainconsole.control.extras import missing
 
     line = missing("serve", "serve")
     if line:

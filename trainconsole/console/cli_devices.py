@@ -20,9 +20,10 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import device_publish, host_devices, hosts
-from trainconsole.trainers.protocol.host_devices import HostSnapshot
+from trainconsole import protocol
+from trainconsole.protocol import device_publish, host_devices
+from trainconsole.protocol.host_devices import HostSnapshot
+from trainconsole.protocol.places import host as hosts
 
 from .core.board import human_bytes
 

@@ -9,8 +9,8 @@ import sys
 import time
 from typing import Any
 
-from trainconsole.trainers.protocol.meta import tags_of
-from trainconsole.trainers.protocol.run_row import ENDED
+from trainconsole.protocol.meta import tags_of
+from trainconsole.protocol.run_row import ENDED
 
 from . import export
 from .cli_runs import control, fail, find_run, matching, picked

@@ -7,8 +7,8 @@ import time
 from typing import Any, TextIO
 
 from trainconsole.console.core.board import human_bytes
-from trainconsole.trainers.protocol import Event, RunDir
-from trainconsole.trainers.protocol.lost import stderr_cause
+from trainconsole.protocol import Event, RunDir
+from trainconsole.protocol.lost import stderr_cause
 
 #: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
 WORDS = frozenset({"cause", "message", "hint"})

@@ -7,10 +7,9 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from trainconsole.trainers.protocol import RunDir
-    from trainconsole.trainers.protocol.index import Summary
-
-    from .control import Control
+    from trainconsole.control import Control
+    from trainconsole.protocol import RunDir
+    from trainconsole.protocol.index import Summary
 
 USAGE_ERROR = 2
 
@@ -23,16 +22,15 @@ def fail(message: str) -> NoReturn:
 
 def control() -> Control:
     """The control layer for this command: every action on a run, and every read of one, goes through it."""
-    from trainconsole.trainers import protocol
-
-    from .control import Control
+    from trainconsole import protocol
+    from trainconsole.control import Control
 
     return Control(protocol.home())
 
 
 def find_run(run_id: str) -> RunDir:
     """The run with this id (or a unique prefix or suffix of it); none: exit 2."""
-    from trainconsole.trainers.protocol.rundir import quoted_id
+    from trainconsole.protocol.rundir import quoted_id
 
     run = control().find(run_id)
     if run is None:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from trainconsole.trainers.protocol import Event
+from trainconsole.protocol import Event
 
 METRICS = ("run", "tags", "step", "epoch", "time", "loss", "val_loss", "val_acc", "lr", "samples_per_s",
            "host_rss", "device_allocated")

@@ -10,7 +10,7 @@ Terms are separated by spaces (quotes group words) and every term must hold:
   does not match;
 - a leading `-` negates a term (`-tag:old`).
 
-A summary is the run index's (`trainconsole.trainers.protocol.index.Summary`): its `row` (the ls row), `best`
+A summary is the run index's (`trainconsole.protocol.index.Summary`): its `row` (the ls row), `best`
 and
 `config` (dotted keys).
 """
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainconsole.trainers.protocol import KINDS, STATUSES, index
+from trainconsole.protocol import KINDS, STATUSES, index
 
 Summary = index.Summary
 FIELDS = ("status", "tag", "kind", "host", "name", "id")

@@ -13,8 +13,8 @@ import os
 import tomllib
 from typing import Any
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import Config, ConfigError
+from trainconsole import protocol
+from trainconsole.protocol import Config, ConfigError
 
 
 def add_options(cmd: argparse.ArgumentParser) -> None:

@@ -1,7 +1,7 @@
 """The run processes: training loop, strategies, script runs. `from trainconsole.trainers import report` for
 scripts.
 
-`report` is loaded on first use (PEP 562), so that `import trainconsole.trainers.protocol`, which the console
+`report` is loaded on first use (PEP 562), so that `import trainconsole.protocol`, which the console
 does,
 loads nothing of the run processes'.
 """

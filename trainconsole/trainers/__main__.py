@@ -11,10 +11,11 @@ import sys
 import traceback
 from typing import Any
 
+from trainconsole.protocol import ConfigError, EventWriter, RunDir, load
+
 from . import entry
 from .entry import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from .protocol import ConfigError, EventWriter, RunDir, load
-from .signals import StopFlag, install_stop_handlers
+from .lifecycle.signals import StopFlag, install_stop_handlers
 from .troubles.explain import explain, traceback_tail
 
 RESERVE_BYTES = 1 << 20
@@ -35,7 +36,7 @@ def train(run: RunDir, events: EventWriter, stop: StopFlag, resume: bool) -> tup
     config: dict[str, Any] | None = None
     try:
         config = load(run.config)
-        from .loop import run as run_training  # imports torch: after the config is known to be valid
+        from .builtin.loop import run as run_training  # imports torch: after the config is known to be valid
 
         outcome = run_training(config, run, events, stop, resume_path(run, config, resume, events))
         return outcome.status, EXIT_OK

@@ -16,9 +16,10 @@ import sys
 import time
 from collections.abc import Callable
 
-from . import notify
-from .protocol import EventWriter, RunDir
-from .watchdog import Watchdog
+from trainconsole.protocol import EventWriter, RunDir
+
+from .lifecycle import notify
+from .lifecycle.watchdog import Watchdog
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

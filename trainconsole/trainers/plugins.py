@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from .protocol.launch import reach_launch_dir
+from trainconsole.protocol.launch import reach_launch_dir
 
 
 def factory(spec: str) -> Callable[..., Any]:

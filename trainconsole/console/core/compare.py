@@ -22,7 +22,8 @@ MISSING = "—"  # a key one run's config does not have
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What one run reached and what it cost (trainconsole/trainers/cost.py's figures, from its events)."""
+    """What one run reached and what it cost (trainconsole/trainers/builtin/cost.py's figures, from its
+    events)."""
 
     id: str
     label: str

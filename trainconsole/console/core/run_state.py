@@ -13,10 +13,10 @@ from typing import Any
 from trainconsole.console.core.history import Series
 from trainconsole.console.core.leaderboard import Search
 from trainconsole.console.core.weights import Weights
-from trainconsole.trainers.protocol import FINAL, Event, derive_status, in_queue
-from trainconsole.trainers.protocol.events import SOURCE_PROBE, SOURCE_TEXT
-from trainconsole.trainers.protocol.run_row import NOT_METRICS, RunRow, is_num
-from trainconsole.trainers.protocol.shapes import Mem
+from trainconsole.protocol import FINAL, Event, derive_status, in_queue
+from trainconsole.protocol.events import SOURCE_PROBE, SOURCE_TEXT
+from trainconsole.protocol.run_row import NOT_METRICS, RunRow, is_num
+from trainconsole.protocol.shapes import Mem
 
 __all__ = ["NOT_METRICS", "Event", "Note", "RunState", "label", "summarized"]
 
@@ -60,7 +60,7 @@ class RunState(RunRow):
     oom_steps: list[float] = field(default_factory=list)  # marked on the plot
     weights: Weights = field(default_factory=Weights)  # the `histogram` events, for the weights view
     failure: dict[str, Any] | None = None
-    # trainconsole/trainers/cost.py's figures: from the final or latest `cost` event
+    # trainconsole/trainers/builtin/cost.py's figures: from the final or latest `cost` event
     cost: dict[str, Any] | None = None
     step_times: Series = field(default_factory=Series)  # step -> seconds since the first event (wall axis)
     search: Search | None = None  # a tune run's trials
@@ -114,7 +114,7 @@ def label(run: RunState) -> str:
 
 
 def summarized(run_id: str, row: dict[str, Any], facts: dict[str, Any]) -> RunState | None:
-    """An ended run's state as its index summary gives it (`trainconsole.trainers.protocol.index`): its
+    """An ended run's state as its index summary gives it (`trainconsole.protocol.index`): its
     row's facts (folded from its log by `RunRow`, as the console folds it) and run.json's, none of its
     history (read when it is wanted). None when the summary cannot give the row the log would (a status
     the facts do not derive; a search whose summary lacks its metric or trial count)."""

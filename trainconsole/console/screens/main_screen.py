@@ -20,7 +20,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 
-from trainconsole.console.control import Control
+from trainconsole import protocol
 from trainconsole.console.core.arrangement import Arrangement
 from trainconsole.console.core.board import Board, weights_view
 from trainconsole.console.core.leaderboard import Search, Trial, searched
@@ -44,8 +44,8 @@ from trainconsole.console.widgets.run_form import RunForm
 from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 from trainconsole.console.widgets.weight_histogram import WeightHistogram
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import Config, RunDir, tune_config
+from trainconsole.control import Control
+from trainconsole.protocol import Config, RunDir, tune_config
 
 PANES = {"runs": "1 Runs", "plot": "2 Plot", "devices": "3 Devices", "log": "4 Log", "setup": "5 Setup"}
 #: Below this many columns or rows, one pane at a time (tabs).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trainconsole.trainers.protocol import hosts
+from trainconsole.protocol.places import host as hosts
 
 if TYPE_CHECKING:
     from textual.screen import Screen

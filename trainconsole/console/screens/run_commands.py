@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from trainconsole.console.control import Refused
+from trainconsole import protocol
 from trainconsole.console.screens.confirm_screen import ConfirmScreen
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import Config, RunDir
+from trainconsole.control import Refused
+from trainconsole.protocol import Config, RunDir
 
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    from trainconsole.console.control import Control
+    from trainconsole.control import Control
 
 
 def runs_named(ids: list[str]) -> str:

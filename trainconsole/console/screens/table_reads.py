@@ -15,10 +15,10 @@ if TYPE_CHECKING:
     from textual.screen import Screen
     from textual.worker import Worker
 
-    from trainconsole.console.control import Control
     from trainconsole.console.core.board import Board
     from trainconsole.console.core.selection import Selection
     from trainconsole.console.widgets.runs_table import RunsTable
+    from trainconsole.control import Control
 
 META_S = 0.5  # tags and notes re-read (a stat per run) twice a second
 FILTER_S = 1.0  # an active filter re-asked of the runs' summaries (new runs, changed statuses) every second

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from aiohttp import web
 
-from trainconsole.trainers.protocol import ConfigError
+from trainconsole.protocol import ConfigError
 
 from .options import ServeOptions
 from .security import WILDCARDS, Hosts, Tokens

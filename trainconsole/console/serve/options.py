@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainconsole.trainers.protocol import ConfigError
+from trainconsole.protocol import ConfigError
 
 from .security import WILDCARDS, is_loopback
 

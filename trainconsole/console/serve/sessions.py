@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from textual_serve.app_service import AppService
 
 from trainconsole.console.hangup import SERVE_PID
-from trainconsole.trainers.protocol.launch import module_command
+from trainconsole.protocol.launch import module_command
 
 QUIT_GRACE_S = 3.0  # a console asked to quit exits well within this; then its process group is killed
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from trainconsole.trainers.protocol import RunDir
+from trainconsole.protocol import RunDir
 
 from ..core.compare import Comparison, compare
 from ..core.run_state import RunState
 
 if TYPE_CHECKING:
-    from ..control import Control
+    from trainconsole.control import Control
 
 
 def state_of(control: Control, run: RunDir) -> RunState:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from trainconsole.trainers.protocol import nvml, processes
-from trainconsole.trainers.protocol.nvml import NO_GPU, Gpu, Host
+from trainconsole.protocol import nvml, processes
+from trainconsole.protocol.nvml import NO_GPU, Gpu, Host
 
 GIB = 1 << 30
 #: Seconds between two sums of what the home holds (its runs' folders, its trash).
@@ -67,7 +67,7 @@ class HomeUsage:
         return self.total, max([self._largest, *(_last_size(self.home / "runs" / run_id) for run_id in live)])
 
     def _sum(self) -> tuple[int, int]:
-        from trainconsole.trainers.protocol import index  # (the sampler's thread, after the first frame)
+        from trainconsole.protocol import index  # (the sampler's thread, after the first frame)
 
         summaries = index.load(self.home)
         total = largest = 0

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from trainconsole.trainers.protocol import host_devices, hosts
-from trainconsole.trainers.protocol.host_devices import HostSnapshot
+from trainconsole.protocol import host_devices
+from trainconsole.protocol.host_devices import HostSnapshot
+from trainconsole.protocol.places import host as hosts
 
 
 class OtherHosts:

@@ -12,7 +12,7 @@ import gc
 import json
 from collections.abc import Callable
 
-from trainconsole.trainers.protocol import Event
+from trainconsole.protocol import Event
 
 try:
     from orjson import loads as _fast_loads

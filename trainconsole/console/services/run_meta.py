@@ -1,7 +1,7 @@
 """Each run's tags and note as they change (its `meta.json`, written by the control layer from any front
 end): one `stat` per run per look, at most PER_LOOK runs a look in turn (a home of 10,000 runs costs
 what one of 1,000 does), the file read only when it was replaced. The runs the home's change journal
-names (`trainconsole.trainers.protocol.changes`: the control layer appends each run it tags, notes or prunes)
+names (`trainconsole.protocol.changes`: the control layer appends each run it tags, notes or prunes)
 are
 looked at in the next look whatever their turn, so a change from the CLI shows within a look at any size.
 No UI code."""
@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainconsole.trainers.protocol import RunDir
-from trainconsole.trainers.protocol.changes import ChangeFeed
-from trainconsole.trainers.protocol.meta import META, read_meta, tags_of
+from trainconsole.protocol import RunDir
+from trainconsole.protocol.changes import ChangeFeed
+from trainconsole.protocol.meta import META, read_meta, tags_of
 
 PER_LOOK = 1000
 #: Looks for which a run the journal named waits for its row (a restore's run comes with the next scan).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import RunDir
+from trainconsole import protocol
+from trainconsole.protocol import RunDir
 
 from ..core.leaderboard import Search, importance_bars, searched, status_text
 from ..core.run_state import RunState

@@ -6,7 +6,7 @@ At most one `RunsRead` is in the app's queue at a time: what the thread reads me
 next one (coalescing), and while the app is behind by MAX_PENDING events the thread stops reading
 (back-pressure), so a slow screen costs latency, never unbounded memory.
 
-An ended run whose run index summary is still good (`trainconsole.trainers.protocol.index`: its fingerprint
+An ended run whose run index summary is still good (`trainconsole.protocol.index`: its fingerprint
 matches) gets its row from that summary at start, its log unread; its log is read once the app wants it
 (`want`: selected, marked, compared) or its files change. Any other new run's log is read from its end
 first (the row is right at once), then its history from the start in slices, in a state of its own that
@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 from trainconsole.console.core.run_update import RunUpdate, count_events, merge
-from trainconsole.trainers.protocol import RunDir, hosts
+from trainconsole.protocol import RunDir
+from trainconsole.protocol.places import host as hosts
 
 from .tracked_run import CHUNK, TrackedRun
 
 if TYPE_CHECKING:
-    from trainconsole.trainers.protocol.index_file import Summary
+    from trainconsole.protocol.index_file import Summary
 
 #: Bytes of first tails and background history read per pass, so live runs stay live during a reattach.
 BUDGET = 4 * CHUNK
@@ -307,19 +308,19 @@ def slurm_reason(info: dict[str, Any]) -> str:
     or a job not waiting (Slurm says `None` until it first looks at one). One cached squeue for all."""
     if "slurm" not in info or hosts.ended(info):
         return ""
-    from trainconsole.trainers.protocol import slurm_jobs  # (here: few runs are Slurm's)
+    from trainconsole.protocol.places import slurm as slurm_jobs  # (here: few runs are Slurm's)
 
     reason = slurm_jobs.reason(info)
     return "" if reason in (None, "None") else reason
 
 
 def _load_index(home: Path) -> dict[str, Summary]:
-    from trainconsole.trainers.protocol import index  # on the reader's thread, after the first frame
+    from trainconsole.protocol import index  # on the reader's thread, after the first frame
 
     return index.load(home)
 
 
 def _fingerprint(path: str) -> str:
-    from trainconsole.trainers.protocol.index import fingerprint
+    from trainconsole.protocol.index import fingerprint
 
     return fingerprint(path)

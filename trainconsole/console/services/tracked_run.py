@@ -12,16 +12,16 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trainconsole import protocol
 from trainconsole.console.core.run_state import Event, Note, RunState, summarized
 from trainconsole.console.core.run_update import RunUpdate
-from trainconsole.trainers import protocol
-from trainconsole.trainers.protocol import RunDir
-from trainconsole.trainers.protocol.lost import stderr_cause
+from trainconsole.protocol import RunDir
+from trainconsole.protocol.lost import stderr_cause
 
 from .jsonl import parse
 
 if TYPE_CHECKING:
-    from trainconsole.trainers.protocol.index_file import Summary
+    from trainconsole.protocol.index_file import Summary
 
 #: The first read of a log: enough of its end for the row (status, epoch, latest metrics)...
 TAIL = 256 << 10

@@ -12,7 +12,7 @@ from textual.widget import Widget
 from trainconsole.console.core.board import human_bytes
 from trainconsole.console.core.columns import middle
 from trainconsole.console.services.gpu import Devices
-from trainconsole.trainers.protocol.shapes import Mem
+from trainconsole.protocol.shapes import Mem
 
 GLYPHS = ("█", "▓", "▒", "▚", "▞", "▙")
 COLORS = ("cyan", "magenta", "yellow", "green", "blue", "red")

@@ -12,7 +12,7 @@ from textual.widget import Widget
 from trainconsole.console.core.board import human_bytes
 from trainconsole.console.services.gpu import Devices
 from trainconsole.console.widgets.gpu_bars import bar
-from trainconsole.trainers.protocol.host_devices import HostSnapshot
+from trainconsole.protocol.host_devices import HostSnapshot
 
 
 class HostGroups(Widget, can_focus=True):

@@ -24,8 +24,8 @@ from textual.widgets import Input, Label, Static
 
 from trainconsole.console import demos
 from trainconsole.console.widgets.ask_line import AskLine
-from trainconsole.trainers.protocol import SCHEMA, Config, ConfigError, apply_override, validate
-from trainconsole.trainers.protocol.config_values import BUILTIN_DATASETS, BUILTIN_MODELS
+from trainconsole.protocol import SCHEMA, Config, ConfigError, apply_override, validate
+from trainconsole.protocol.config_values import BUILTIN_DATASETS, BUILTIN_MODELS
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ def save_proposal(path: str) -> str:
 
 
 def _validate_tune(raw: dict[str, Any]) -> Config:
-    from trainconsole.trainers.protocol.tune_config import validate_tune  # only once a tune TOML is loaded
+    from trainconsole.protocol.tune_config import validate_tune  # only once a tune TOML is loaded
 
     return validate_tune(raw)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import signal
 import sys
 
+from trainconsole.protocol import ConfigError, EventWriter, RunDir, load
 from trainconsole.trainers import entry
 from trainconsole.trainers.entry import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from trainconsole.trainers.protocol import ConfigError, EventWriter, RunDir, load
-from trainconsole.trainers.signals import release_stops
+from trainconsole.trainers.lifecycle.signals import release_stops
 
 from .runner import ScriptRun
 from .tracebacks import hint

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainconsole.trainers.protocol.events import EVAL, RESULT, STEP, SUMMARY
+from trainconsole.protocol.events import EVAL, RESULT, STEP, SUMMARY
 
 from .file_tail import FileTail, Listings, complete_lines, signature
 from .names import kind, name

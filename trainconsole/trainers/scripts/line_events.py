@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trainconsole.trainers.protocol import EventWriter
-from trainconsole.trainers.protocol.events import EVAL, RESULT, STEP, SUMMARY, WARNING
+from trainconsole.protocol import EventWriter
+from trainconsole.protocol.events import EVAL, RESULT, STEP, SUMMARY, WARNING
 from trainconsole.trainers.troubles.leaks import LeakWatch
 
 from .parsed import Parsed

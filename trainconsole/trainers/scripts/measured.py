@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainconsole.trainers.protocol import EventWriter
-from trainconsole.trainers.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP
+from trainconsole.protocol import EventWriter
+from trainconsole.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP
 
 from .formats import read
 from .names import name

@@ -7,8 +7,8 @@ from typing import Any
 
 import psutil
 
-from ..protocol import processes
-from ..protocol.shapes import DeviceMem, Mem
+from trainconsole.protocol import processes
+from trainconsole.protocol.shapes import DeviceMem, Mem
 
 
 class TreeMemory:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainconsole.trainers.protocol.events import EVAL, RESULT, STEP
+from trainconsole.protocol.events import EVAL, RESULT, STEP
 
 from .file_tail import FileTail, Listings, complete_lines, read_from, signature
 from .names import kind, name

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trainconsole.trainers.protocol import EventWriter
+from trainconsole.protocol import EventWriter
 
 from .bars import EPOCH_BAR, PROGRESS, Bars
 from .formats import read

@@ -9,8 +9,8 @@ import math
 import time
 from typing import Any
 
-from trainconsole.trainers.protocol import EventWriter
-from trainconsole.trainers.protocol.events import SOURCE_PROBE, STEP, WARNING
+from trainconsole.protocol import EventWriter
+from trainconsole.protocol.events import SOURCE_PROBE, STEP, WARNING
 from trainconsole.trainers.troubles.leaks import LeakWatch
 
 from .line_events import LEAK_WARMUP_STEPS

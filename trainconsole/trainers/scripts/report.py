@@ -20,7 +20,7 @@ import sys
 import time
 from typing import Any
 
-from trainconsole.trainers.protocol.events import EventWriter
+from trainconsole.protocol.events import EventWriter
 
 ENV_EVENTS = "TRAINCONSOLE_EVENTS"
 ENV_RUN_ID = "TRAINCONSOLE_RUN_ID"

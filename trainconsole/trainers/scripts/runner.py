@@ -21,10 +21,10 @@ from typing import Any
 
 import psutil
 
-from trainconsole.trainers.protocol import Config, EventWriter, RunDir
-from trainconsole.trainers.reaper import die_with_parent
+from trainconsole.protocol import Config, EventWriter, RunDir
+from trainconsole.trainers.lifecycle.reaper import die_with_parent
 
-from ..slurm_nodes import rendezvous, rendezvous_nodes
+from ..slurm.nodes import rendezvous, rendezvous_nodes
 from .lightning_csv import LightningCsvTail
 from .lines import compile_patterns
 from .measured import Measured

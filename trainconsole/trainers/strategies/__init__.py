@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib
 
+from trainconsole.protocol import SCHEMA
+
 from ..errors import StrategyUnavailable
-from ..protocol import SCHEMA
 from .base import Config, EpochSampler, Strategy
 
 #: The strategy names, as the config schema states them.

@@ -1,6 +1,7 @@
 """The strategy interface: the small object that owns everything that differs between strategies.
 
-The training loop (trainconsole/trainers/loop.py) is the same for every strategy; a strategy only decides
+The training loop (trainconsole/trainers/builtin/loop.py) is the same for every strategy; a strategy only
+decides
 where the
 model and batches live, how the model is wrapped, which samples each process sees, how metrics are
 combined across processes, and which process writes events and checkpoints (global rank 0).
@@ -25,8 +26,8 @@ import torch
 from torch import nn
 from torch.utils.data import Sampler
 
-from ..protocol import Config, RunDir
-from ..protocol.shapes import Mem
+from trainconsole.protocol import Config, RunDir
+from trainconsole.protocol.shapes import Mem
 
 R = TypeVar("R")
 

@@ -23,8 +23,9 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import Sampler
 
+from trainconsole.protocol import RunDir
+
 from ..errors import StrategyUnavailable
-from ..protocol import RunDir
 from . import launcher
 from .base import Config, Strategy, given
 from .buckets import GradientBuckets

@@ -15,9 +15,10 @@ from typing import Any
 
 import torch
 
+from trainconsole.protocol import RunDir
+from trainconsole.protocol.shapes import Mem
+
 from ..errors import StrategyUnavailable
-from ..protocol import RunDir
-from ..protocol.shapes import Mem
 from . import launcher
 from .base import Config, Strategy, given
 from .ddp import DistributedDataParallel

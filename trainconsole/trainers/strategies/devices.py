@@ -10,8 +10,9 @@ from typing import Any
 
 import torch
 
+from trainconsole.protocol import Config, machine
+
 from ..errors import StrategyUnavailable
-from ..protocol import Config, machine
 
 CPU_AUTO = 2  # ddp workers / model_parallel stages for `devices = 'auto'` without a GPU
 

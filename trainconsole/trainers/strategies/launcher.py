@@ -25,9 +25,9 @@ from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
-from .. import reaper
 from ..errors import TrainerError
-from ..signals import StopFlag, install_stop_handlers
+from ..lifecycle import reaper
+from ..lifecycle.signals import StopFlag, install_stop_handlers
 from ..troubles.explain import explain, traceback_tail
 
 POLL_S = 0.1

@@ -17,7 +17,7 @@ import psutil
 import torch
 import torch.distributed as dist
 
-from ..protocol.shapes import Mem
+from trainconsole.protocol.shapes import Mem
 
 TARGET_S = 0.25  # seconds between agreements: bounds the stop latency, costs ~4 tiny collectives/s
 MAX_INTERVAL = 1000

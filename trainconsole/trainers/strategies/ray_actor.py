@@ -14,7 +14,7 @@ from typing import Any
 
 import ray
 
-from ..signals import StopFlag
+from ..lifecycle.signals import StopFlag
 from ..troubles.explain import explain, traceback_tail
 from .rendezvous import free_port
 

@@ -23,9 +23,10 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
-from .. import checkpoint
-from ..protocol import RunDir
-from ..signals import StopFlag, install_stop_handlers
+from trainconsole.protocol import RunDir
+
+from ..builtin import checkpoint
+from ..lifecycle.signals import StopFlag, install_stop_handlers
 from ..tune import cluster
 from .launcher import Call, RankFailed
 from .ray_placement import Placed, place, placement_of, rank_count, uses_gpus

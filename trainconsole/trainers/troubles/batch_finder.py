@@ -30,11 +30,12 @@ import psutil
 import torch
 import torch.nn.functional as F
 
-from .. import data, models
-from ..batches import resident_bytes
+from trainconsole.protocol import Config
+
+from ..builtin import data, models
+from ..builtin.batches import resident_bytes
+from ..builtin.optim import Precision, make_optimizer
 from ..errors import TrainerError
-from ..optim import Precision, make_optimizer
-from ..protocol import Config
 from ..strategies.devices import resolve as resolve_devices
 from . import memory_cap
 from .oom import free, is_oom

@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from trainconsole.protocol.events import DISK_FULL, DISK_FULL_HINT, free_bytes
+
 from ..errors import TrainerError
-from ..protocol.events import DISK_FULL, DISK_FULL_HINT, free_bytes
 
 T = TypeVar("T")
 #: What torch and other wrappers say when the real error was ENOSPC / EDQUOT.

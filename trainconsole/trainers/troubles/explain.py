@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol import Config
+from trainconsole.protocol import Config
+
 from . import disk
 
 #: How long a cause may be, everywhere (the `failed` event's one line).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol.shapes import Mem
+from trainconsole.protocol.shapes import Mem
 
 MB = 1 << 20
 HINT = ("a tensor is kept across steps: `total_loss += loss` instead of `loss.item()`, a list of outputs "

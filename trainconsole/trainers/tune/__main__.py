@@ -9,11 +9,12 @@ from __future__ import annotations
 import os
 import sys
 
+from trainconsole.protocol import ConfigError, EventWriter, RunDir
+from trainconsole.protocol.tune_config import load_tune
+
 from .. import __main__ as run_main
 from .. import entry
-from ..protocol import ConfigError, EventWriter, RunDir
-from ..protocol.tune_config import load_tune
-from ..slurm_ray import ENV_ADDRESS
+from ..slurm.ray_nodes import ENV_ADDRESS
 from . import session, stopping
 
 

@@ -12,8 +12,9 @@ from typing import Any
 import ray.cloudpickle as cloudpickle
 from ray import tune
 
-from ..protocol import Event, EventWriter, read_all, trial_stops_requested
-from ..protocol.tune_config import plain, short_names
+from trainconsole.protocol import Event, EventWriter, read_all, trial_stops_requested
+from trainconsole.protocol.tune_config import plain, short_names
+
 from ..troubles.explain import one_line
 from . import handover, stopping
 from .trial import METRIC_KEYS

@@ -13,9 +13,10 @@ from typing import Any
 
 from ray import tune
 
-from ..protocol import Config, EventWriter, RunDir
-from ..protocol.tune_config import plain, short_names
-from ..slurm_ray import ENV_ADDRESS
+from trainconsole.protocol import Config, EventWriter, RunDir
+from trainconsole.protocol.tune_config import plain, short_names
+
+from ..slurm.ray_nodes import ENV_ADDRESS
 from . import bridge, pending, session, space, stopping
 from .trial import train_trial
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from ray import tune
 
-from ..protocol import EventWriter
+from trainconsole.protocol import EventWriter
 
 #: Seconds trials may wait with nothing running before the search is said to be stuck (on a cluster
 #: longer: its autoscaler may be adding the nodes they wait for).

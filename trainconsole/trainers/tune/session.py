@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..slurm_ray import ENV_NODES
+from ..slurm.ray_nodes import ENV_NODES
 from . import cluster, stopping
 
 #: The longest temp dir that keeps `session_…/sockets/plasma_store` under the AF_UNIX limit.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
-from ..signals import StopFlag, release_stops
+from ..lifecycle.signals import StopFlag, release_stops
 
 FLAG = StopFlag()
 

@@ -19,9 +19,10 @@ from typing import Any
 
 from ray import tune
 
-from ..protocol import trial_stops_requested
-from ..protocol.rates import MeanRate
-from ..protocol.tune_config import METRICS, trial_run_config
+from trainconsole.protocol import trial_stops_requested
+from trainconsole.protocol.rates import MeanRate
+from trainconsole.protocol.tune_config import METRICS, trial_run_config
+
 from ..troubles.explain import explain, traceback_tail
 from . import cluster
 
@@ -140,7 +141,7 @@ def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: Tri
     """Train one trial's run config in this worker, reporting each epoch to Tune."""
     config = trial_settings(config, tune_config)
     files.last_ckpt.parent.mkdir(parents=True, exist_ok=True)
-    from .. import loop  # torch: imported once per worker, reused by the next trial (reuse_actors)
+    from ..builtin import loop
     from ..troubles import batch_finder, memory_cap
 
     memory_cap.lift()  # a reused worker: the previous trial's cap and CUDA cache go with it

@@ -1,0 +1,342 @@
+"""The run index: one summary per ended run in the home (stdlib only; the files: `index_file.py`).
+
+A summary is what `ls`, filters and the console's first rows need (the `ls` row: status, latest
+metrics, size, tags; the best metrics; the config's keys), so that listing a home of 10,000 runs reads
+one file and stats each run instead of replaying every log.
+
+It is a cache, never the only copy of a fact: each entry is derived from the run's own files and
+carries their fingerprint (events.jsonl's size and mtime, the run directory's and its checkpoints'
+mtimes: run.json, meta.json and checkpoints are replaced by rename, which touches their directory); an
+entry whose fingerprint no longer matches is rebuilt, and a missing or unreadable index is rebuilt from
+the runs. Only runs with a final status whose files have been still for a few seconds are kept: a live
+run's row is derived afresh each time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import time
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .events import EVAL, FINAL, FINISHED, STEP, Event, read_all
+from .index_file import IndexFiles, Summary
+from .meta import read_meta, tags_of
+from .rates import MeanRate
+from .run_row import DISK_CODES, RunRow
+from .rundir import RunDir, epochs_in
+
+#: The bytes at the end of a log read whole (`events.tail`'s): the rest is searched (`scan`).
+TAIL_BYTES = 64 << 10
+#: Seconds after its last change before a run's summary is kept (see `settled`).
+SETTLE_S = 2.0
+ROW_FIELDS = ("id", "name", "kind", "strategy", "pid", "host", "started_at", "ended_at")
+NOT_METRICS = frozenset({"v", "t", "run", "type", "mem"})  # (of the `ls` row's `last`)
+#: The lines of a whole log whose facts outlast its tail (`RunRow`): found by search, not parsed all.
+WHOLE_LOG = (b'"eval"', b'"started"', b'"finished"', b'"failed"', b'"stopped"', b'"killed"', b'"epochs"',
+             *(f'"{code}"'.encode() for code in DISK_CODES))
+#: What a status function gets: the run, its tail of events and its run.json.
+StatusOf = Callable[[RunDir, list[Event], dict[str, Any]], str]
+
+
+
+
+def fingerprint(path: str) -> str:
+    """What changes when anything a summary of the run at `path` is derived from changes ("": the run is
+    unreadable). Strings, not Paths: this runs for every run of every listing."""
+    try:
+        events, folder = os.stat(path + "/events.jsonl"), os.stat(path)
+    except OSError:
+        return ""
+    try:
+        checkpoints = os.stat(path + "/checkpoints").st_mtime_ns
+    except OSError:
+        checkpoints = 0
+    return f"{events.st_size},{events.st_mtime_ns},{folder.st_mtime_ns},{checkpoints}"
+
+
+def settled(key: str) -> bool:
+    """Whether a fingerprint can be trusted later: a file changed within the last SETTLE_S could change
+    again within the filesystem's clock tick and keep its mtime (git's "racily clean" entries)."""
+    return bool(key) and max(int(n) for n in key.split(",")[1:]) < time.time_ns() - SETTLE_S * 1e9
+
+
+def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
+        config: dict[str, Any] | None = None, facts: RunRow | None = None) -> dict[str, Any]:
+    """The run as one `ls` row: id, name, kind, strategy, pid, host, started_at, ended_at, status, last
+    (the latest metrics), cause (a failure's), tags, note and size (bytes on disk). `config`: the run's,
+    if already read; `facts`: its events folded (`fold`), else `events` are."""
+    facts = fold(events) if facts is None else facts
+    last: dict[str, Any] = {}
+    for event in events:
+        if event.get("type") in (STEP, EVAL, FINISHED):
+            last.update({k: v for k, v in event.items() if k not in NOT_METRICS})
+    if facts.samples_per_s is not None:  # the run's mean, not its last window's (`rates`)
+        last["samples_per_s"] = facts.samples_per_s
+    if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
+        last.update(search_result(run.events))
+    # a training run's total, as the console's row (a script's: its events', as they last said it)
+    total = run.epochs(info) if config is None else epochs_in(info, config)
+    total = facts.epochs if total is None else total
+    if total:
+        last["epochs"] = total
+    out = {k: info.get(k) for k in ROW_FIELDS}
+    meta = read_meta(run)
+    out.update(id=run.id, status=status, last=last, tags=tags_of(meta), note=str(meta.get("note") or ""),
+               size=disk_size(run.path))
+    if facts.disk_full and status in ("running", "lost"):  # as the console's row says it
+        out["paused"] = "disk full"
+    failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
+    if failure is not None and status == "failed":
+        out["cause"] = failure.get("cause")
+    if "slurm" in info:  # a Slurm run: its job and nodes, and while it waits Slurm's reason
+        from .places.slurm import row_fields
+
+        out["slurm"] = row_fields(info, status, events)
+    return out
+
+
+def search_result(path: Path) -> dict[str, Any]:
+    """A search's best trial's metric (under the metric's name) and its trial count, from its whole log
+    (a search's log is its trials' results: small): the trial its `finished` names, else the best of
+    every trial's best, as the console's leaderboard ranks them."""
+    metric, mode, best, named = "val_acc", "max", {}, None
+    for event in read_all(path):
+        kind = event.get("type")
+        if kind == "started" and event.get("metric"):
+            metric, mode = str(event["metric"]), event.get("mode", "max")
+        elif kind == "trial" and event.get("trial_id"):
+            value = (event.get("metrics") or {}).get(metric)
+            trial = str(event["trial_id"])
+            best.setdefault(trial, None)
+            if isinstance(value, (int, float)) and value == value:
+                pick = max if mode == "max" else min
+                best[trial] = value if best[trial] is None else pick(best[trial], value)
+        elif kind == FINISHED and event.get("best_trial"):
+            named = str(event["best_trial"])
+    values = [v for v in best.values() if v is not None]
+    if not values:
+        return {}
+    leader = best.get(named) if named in best else (max if mode == "max" else min)(values)
+    return {metric: leader, "trials": len(best)}
+
+
+def summarize(run: RunDir, status_of: StatusOf) -> Summary:
+    """A run's whole summary, derived from its files now."""
+    key = fingerprint(os.fspath(run.path))  # before reading: a change meanwhile leaves it stale, never wrong
+    info = run.read_info()
+    best, before, events = scan(run.events)
+    facts = fold(before, events)
+    config = read_config(run.config)  # once: TOML is most of a summary's cost
+    ls_row = row(run, info, events, status_of(run, events, info), config, facts)
+    # the facts of its events, and of its run.json beyond the `ls` row (a resumed run's earlier seconds)
+    more = {"ran_s": info.get("ran_s")}
+    return Summary.of(run.id, key, ls_row, best, flatten(config), {**facts.facts(), **more})
+
+
+def fold(*parts: list[Event]) -> RunRow:
+    """The row's facts (`RunRow`) of these parts of a log, in order: the lines before its tail whose
+    facts outlast it (`scan`), then its tail: the facts of the whole log, as the console folds it."""
+    facts = RunRow()
+    for part in parts:
+        for event in part:
+            facts.apply(event)
+    return facts
+
+
+def best_metrics(path: Path) -> dict[str, Any]:
+    """The best `val_acc` (highest) and `val_loss` (lowest) of every eval in the log, with their epochs."""
+    return scan(path)[0]
+
+
+def scan(path: Path) -> tuple[dict[str, Any], list[Event], list[Event]]:
+    """One read of the whole log, parsing its tail (`events.tail`'s) and, before it, only the first line
+    and those whose facts outlast the tail (`WHOLE_LOG`; the rated steps of one whose tail carries no
+    totals: a log of megabytes of a trainer's steps costs one read): the best metrics, those events, and
+    the tail's."""
+    best: dict[str, Any] = {}
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return best, [], []
+    cut = max(0, len(data) - TAIL_BYTES)
+    if cut > 0:  # as `events.tail`: from after the next newline (its first line may be cut)
+        cut = data.find(b"\n", cut) + 1 or len(data)
+    end = data.rfind(b"\n")
+    events = [e for e in map(_event, data[cut:max(end, cut)].split(b"\n")) if e is not None]
+    rate = MeanRate()
+    for event in events:
+        rate.add(event)
+    # its mean rate is its last totals (samples over seconds) if its tail has them, else every step's
+    needles = WHOLE_LOG if rate.totals is not None else (*WHOLE_LOG, b'"samples_per_s"', b'"train_s"')
+    before = [e for e in map(_event, _lines_with(data[:cut], needles)) if e is not None]
+    head = _event(data[:data.find(b"\n")]) if cut > 0 else None
+    if head is not None and (not before or before[0] != head):
+        before.insert(0, head)  # its time is the run's first
+    for event in (*before, *events):
+        if event.get("type") == EVAL:
+            _better(best, event, "val_acc", max)
+            _better(best, event, "val_loss", min)
+    return best, before, events
+
+
+def _lines_with(data: bytes, needles: tuple[bytes, ...]) -> list[bytes]:
+    """The complete lines of `data` holding any of `needles`, in order (found by search, not by splitting
+    every line: most of a long log is steps)."""
+    starts: set[int] = set()
+    for needle in needles:
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            starts.add(start)
+            end = data.find(b"\n", at)
+            if end < 0:
+                break  # a half-written last line
+            at = data.find(needle, end)
+    lines = []
+    for start in sorted(starts):
+        end = data.find(b"\n", start)
+        if end >= 0:
+            lines.append(data[start:end])
+    return lines
+
+
+def _event(line: bytes) -> Event | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) and "type" in event else None  # (as `EventReader`)
+
+
+def _better(best: dict[str, Any], event: Event, name: str, pick: Callable[..., float]) -> None:
+    value = event.get(name)
+    if not isinstance(value, (int, float)) or value != value:  # NaN never wins
+        return
+    if name not in best or pick(value, best[name]) != best[name]:
+        best[name], best[f"{name}_epoch"] = value, event.get("epoch")
+
+
+def flat_config(path: Path) -> dict[str, Any]:
+    """The run's config as dotted keys (`train.lr`), scalars and lists only ({} if unreadable)."""
+    return flatten(read_config(path))
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """The run's config ({} if unreadable). Not to be changed: runs of one config file share it."""
+    try:
+        return _parsed(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> dict[str, Any]:
+    """TOML parsed once per distinct text (the runs of one config file, in a listing that summarizes
+    many, are parsed once)."""
+    return tomllib.loads(text)
+
+
+def flatten(config: dict[str, Any]) -> dict[str, Any]:
+    """A config as dotted keys (`train.lr`), scalars and lists only."""
+    flat: dict[str, Any] = {}
+    for section, table in config.items():
+        if not isinstance(table, dict):
+            flat[section] = table
+            continue
+        for key, value in table.items():
+            if not isinstance(value, dict):
+                flat[f"{section}.{key}"] = value
+    return flat
+
+
+def disk_size(path: Path) -> int:
+    """Bytes of every file under `path` (checkpoints, logs, events)."""
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(folder, name)).st_size
+    return total
+
+
+def files(home: Path) -> IndexFiles:
+    """The home's index files; a summary's details missing there are derived from its run."""
+
+    def derive(summary: Summary) -> str:
+        run = RunDir(home / "runs" / summary.id)
+        return json.dumps({"best": best_metrics(run.events), "config": flat_config(run.config)})
+
+    return IndexFiles(home, derive)
+
+
+def load(home: Path) -> dict[str, Summary]:
+    """The index's summaries by run id ({} if missing or unreadable)."""
+    return files(home).load()
+
+
+def save(home: Path, summaries: dict[str, Summary]) -> None:
+    """Replace the index with these summaries."""
+    files(home).save(summaries)
+
+
+def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None) -> list[Summary]:
+    """Each run's summary (every run of the home, oldest first, when `runs` is None), from the index
+    where its fingerprint still matches, else derived now (and kept in the index when the run has ended
+    and its files are settled). The index is rewritten only when it changed; a full listing also drops
+    the entries of runs that are gone."""
+    index = files(home)
+    old = index.load()
+    every = runs is None
+    paths = _run_paths(home) if runs is None else [os.fspath(r.path) for r in runs]
+    kept: dict[str, Summary] = {} if every else dict(old)
+    out: list[Summary] = []
+    for path in paths:
+        run_id = path.rpartition("/")[2]
+        summary, key = old.get(run_id), fingerprint(path)
+        if summary is None or not key or summary.key != key:
+            if not os.path.exists(path + "/run.json"):
+                continue  # not a run (yet): a directory being created
+            summary = summarize(RunDir(path), status_of)
+        kept.pop(run_id, None)
+        if summary is old.get(run_id) or keeps(summary):
+            kept[run_id] = summary
+        out.append(summary)
+    if kept.keys() != old.keys() or any(kept[i] is not old.get(i) for i in kept):
+        index.save(kept)
+    return out
+
+
+def keeps(summary: Summary) -> bool:
+    """Whether a summary derived now can be kept: its run has ended, its files are settled, and for a
+    Slurm run its job has no more to say (`slurm_jobs.ENDING_S` after its end: an outside `scancel`
+    turns the run's own `stopped` into `killed` a moment after it)."""
+    if summary.row["status"] not in FINAL.values() or not settled(summary.key):
+        return False
+    if summary.row.get("slurm") is None:
+        return True
+    from .places.slurm import ENDING_S
+
+    return time.time() - (summary.row.get("ended_at") or 0.0) >= ENDING_S
+
+
+def _run_paths(home: Path) -> list[str]:
+    try:
+        names = sorted(e.name for e in os.scandir(home / "runs") if e.is_dir())
+    except OSError:
+        return []
+    root = os.fspath(home / "runs")
+    return [f"{root}/{name}" for name in names]
+
+
+def forget(home: Path, run_id: str) -> None:
+    """Drop one run's entry (a run deleted or moved); the next listing would notice anyway."""
+    index = files(home)
+    found = index.load()
+    if found.pop(run_id, None) is not None:
+        index.save(found)

@@ -1,0 +1,1 @@
+"""The built-in trainer: one training loop for every strategy, and what it trains."""
