@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import best_trial
 from .events import EVAL, FINAL, FINISHED, STEP, Event, read_all
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
@@ -104,7 +105,7 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
 def search_result(path: Path) -> dict[str, Any]:
     """A search's best trial's metric (under the metric's name) and its trial count, from its whole log
     (a search's log is its trials' results: small): the trial its `finished` names, else the best of
-    every trial's best, as the console's leaderboard ranks them."""
+    every trial's best (`best_trial`: the rule of the console's leaderboard too)."""
     metric, mode, best, named = "val_acc", "max", {}, None
     for event in read_all(path):
         kind = event.get("type")
@@ -113,17 +114,14 @@ def search_result(path: Path) -> dict[str, Any]:
         elif kind == "trial" and event.get("trial_id"):
             value = (event.get("metrics") or {}).get(metric)
             trial = str(event["trial_id"])
+            if best_trial.is_metric(value) and best_trial.better(value, best.get(trial), mode):
+                best[trial] = value
             best.setdefault(trial, None)
-            if isinstance(value, (int, float)) and value == value:
-                pick = max if mode == "max" else min
-                best[trial] = value if best[trial] is None else pick(best[trial], value)
         elif kind == FINISHED and event.get("best_trial"):
             named = str(event["best_trial"])
-    values = [v for v in best.values() if v is not None]
-    if not values:
+    if all(v is None for v in best.values()):
         return {}
-    leader = best.get(named) if named in best else (max if mode == "max" else min)(values)
-    return {metric: leader, "trials": len(best)}
+    return {metric: best.get(best_trial.best_of(best, mode, named) or ""), "trials": len(best)}
 
 
 def summarize(run: RunDir, status_of: StatusOf) -> Summary:

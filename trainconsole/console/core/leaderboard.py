@@ -7,12 +7,12 @@ from a result also the worker's `mem` and `samples_per_s`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainconsole.console.core.history import Series
 from trainconsole.console.core.importance import importance
+from trainconsole.protocol.best_trial import best_of, better, is_metric
 
 Event = dict[str, Any]
 
@@ -47,15 +47,14 @@ class Trial:
         used = _used_mb(event.get("mem"))
         if used is not None:
             self.peak_mb = max(self.peak_mb or 0.0, used)
-        if _finite(event.get("samples_per_s")):
+        if is_metric(event.get("samples_per_s")):
             self.samples_per_s = float(event["samples_per_s"])
         metrics = event.get("metrics")
         if isinstance(metrics, dict) and metrics:
             self.metrics = {**self.metrics, **metrics}
             value = metrics.get(metric)
-            if _finite(value) and self.curve.append(self.iteration, value):
-                better = self.best is None or (value > self.best if mode == "max" else value < self.best)
-                self.best = value if better else self.best
+            if is_metric(value) and self.curve.append(self.iteration, value):
+                self.best = value if better(value, self.best, mode) else self.best
 
 
 @dataclass
@@ -98,10 +97,8 @@ class Search:
 
     def leader(self) -> Trial | None:
         """The best trial so far (the search's own verdict once it has finished)."""
-        if self.best_trial in self.trials:
-            return self.trials[self.best_trial]
-        ranked = self.ranked()
-        return ranked[0] if ranked and ranked[0].best is not None else None
+        found = best_of({t.id: t.best for t in self.ranked()}, self.mode, self.best_trial)
+        return None if found is None else self.trials[found]
 
 
 def status_text(trial: Trial) -> str:
@@ -168,7 +165,7 @@ def _used_mb(mem: Any) -> float | None:
     devices = [d for d in mem.get("devices") or [] if isinstance(d, dict)]
     if devices:
         return max(float(d.get("peak") or d.get("allocated") or 0) for d in devices) / 2**20
-    return float(mem["rss"]) / 2**20 if _finite(mem.get("rss")) else None
+    return float(mem["rss"]) / 2**20 if is_metric(mem.get("rss")) else None
 
 
 def _mb(value: float | None) -> str:
@@ -196,7 +193,3 @@ def _short(value: Any) -> str:
 
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
