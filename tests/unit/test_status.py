@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -141,3 +142,25 @@ def test_a_dequeued_run_is_running_however_long_its_log(tmp_path: Path) -> None:
     writer.close()
     assert run.events.stat().st_size > 2 * 65536
     assert run_status(run) == "running" and not protocol.in_queue(run.read_info())
+
+
+@pytest.mark.parametrize(("before_s", "status"), [(1.0, "queued"), (0.005, "running")])
+def test_a_started_from_before_the_launch_leaves_a_queued_run_queued_in_ls_and_the_console(
+        tmp_path: Path, before_s: float, status: str) -> None:
+    """A queued run's log may hold a `started` of its previous launch (a resumed run waits again): it
+    says nothing of this launch, unless it is within the launch's slack of run.json's start."""
+    from trainconsole.console.core.run_state import RunState
+
+    (tmp_path / "runs").mkdir()
+    run = RunDir.create(tmp_path, "r1")
+    me, launched = psutil.Process(os.getpid()), time.time() - 60
+    info = {"id": "r1", "pid": me.pid, "pid_started": me.create_time(), "started_at": launched,
+            "queued": True}
+    run.write_info(info)
+    started = {"v": 1, "t": launched - before_s, "run": "r1", "type": "started"}
+    run.events.write_text(json.dumps(started) + "\n")
+    state = RunState("r1")
+    state.set_info(info)
+    state.apply(started)
+    state.alive = True
+    assert run_status(run) == state.status == status

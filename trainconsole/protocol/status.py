@@ -14,6 +14,9 @@ from .places import host as hosts
 if TYPE_CHECKING:
     from .rundir import RunDir
 
+#: How much earlier than run.json's `started_at` a `started` may be stamped and still be this launch's.
+LAUNCH_SLACK_S = 0.01
+
 
 class RunBusy(Exception):
     """A lifecycle operation met a run whose process is alive (or starting), here or on `host`."""
@@ -59,9 +62,16 @@ def run_status(run: RunDir, events: list[Event] | None = None, info: dict[str, A
     final, final_t = last_final(events)
     alive = hosts.alive(run.path, info)  # pid and start time here, the heartbeat from another host
     launched = info.get("started_at") or 0.0  # a `started` from before a resume says nothing of this launch
-    queued = in_queue(info, started=any(e.get("type") == STARTED and (e.get("t") or 0) >= launched - 0.01
+    queued = in_queue(info, started=any(e.get("type") == STARTED and started_since(e.get("t") or 0, launched)
                                         for e in events))
     return derive_status(final, final_t, info.get("started_at"), alive, queued)
+
+
+def started_since(started_t: float | None, launched: float | None) -> bool:
+    """Whether a `started` written at `started_t` came from the process launched at `launched` (run.json's
+    `started_at`), not from one before a resume; either unknown (None): it did. LAUNCH_SLACK_S: the run
+    stamps its `started` to the millisecond, run.json's start is the launcher's clock read a moment apart."""
+    return started_t is None or launched is None or started_t >= launched - LAUNCH_SLACK_S
 
 
 def in_queue(info: dict[str, Any], started: bool = False) -> bool:

@@ -17,6 +17,7 @@ from trainconsole.protocol import FINAL, Event, derive_status, in_queue
 from trainconsole.protocol.events import SOURCE_PROBE, SOURCE_TEXT
 from trainconsole.protocol.run_row import NOT_METRICS, RunRow, is_num
 from trainconsole.protocol.shapes import Mem
+from trainconsole.protocol.status import started_since
 
 __all__ = ["NOT_METRICS", "Event", "Note", "RunState", "label", "summarized"]
 
@@ -70,8 +71,7 @@ class RunState(RunRow):
     @property
     def status(self) -> str:
         """running, finished, failed, stopped, killed, lost or queued: the rule `trainconsole ls` uses."""
-        started = self.said_started and (self.started_t is None or self.started_at is None
-                                         or self.started_t >= self.started_at - 0.01)
+        started = self.said_started and started_since(self.started_t, self.started_at)
         queued = in_queue(self.queue_facts, started=started)  # the protocol's one rule
         return derive_status(self.final, self.final_t, self.started_at, self.alive, queued)
 
