@@ -9,7 +9,7 @@ from typing import Any
 
 from . import machine, script_fields, slurm_config
 from .config_error import ConfigError, toml_text
-from .config_field import Field
+from .config_field import Field, checked
 from .config_file import read
 from .config_values import (
     BATCH_SIZE,
@@ -198,7 +198,7 @@ def validate(raw: dict[str, Any], here: bool = True, search: bool = False) -> Co
         if not isinstance(values, dict):
             raise ConfigError(section, "must be a table")
         for key, value in values.items():
-            config[section][key] = _check(section, key, value)
+            config[section][key] = checked(section, SCHEMA[section], key, value)
     _check_together(config)
     if "slurm" in config:
         slurm_config.check_with_strategy(config, search)
@@ -206,18 +206,6 @@ def validate(raw: dict[str, Any], here: bool = True, search: bool = False) -> Co
     if here and not config["strategy"]["ray_address"]:  # on a Ray cluster, the ranks' devices are its nodes'
         check_devices(config["strategy"])
     return config
-
-
-def _check(section: str, key: str, value: Any) -> Any:
-    name = f"{section}.{key}"
-    spec = SCHEMA[section].get(key)
-    if spec is None:
-        raise ConfigError(name, "unknown key; allowed: " + ", ".join(SCHEMA[section]))
-    value = spec.coerce(name, value)
-    problem = spec.problem(value)
-    if problem:
-        raise ConfigError(name, problem, value)
-    return value
 
 
 def _check_together(config: Config) -> None:
