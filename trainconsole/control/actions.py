@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from trainconsole import protocol
-from trainconsole.protocol import Config, Event, RunDir, index, tune_config
+from trainconsole.protocol import Config, Event, RunDir, index, places, tune_config
 from trainconsole.protocol.changes import note_changed
 from trainconsole.protocol.meta import read_meta, tags_of, update_meta
-from trainconsole.protocol.places import host as hosts
 from trainconsole.protocol.rundir import quoted_id
 
 from . import extras, interpreter, runs, trash
@@ -180,7 +179,7 @@ class Control:
 
     def alive(self, run: RunDir, info: dict[str, Any]) -> bool:
         """Whether the run's process lives (on another host: whether its heartbeat is fresh)."""
-        return hosts.alive(run.path, info)
+        return bool(places.alive(run.path, info))
 
     def valid_config(self, run: RunDir) -> Config:
         """The run's config, validated as a launch takes it (a run or a tune config; ConfigError)."""

@@ -1,48 +1,30 @@
 """The run lifecycle under the control layer: launch, resume, status, stop, kill, wait.
 
-Front ends call `trainconsole.control.Control`, never this module. Runs are detached processes
-(`start_new_session=True`, stdio to files in the run directory), so neither the console exiting nor an
-SSH hang-up reaches them. Their only channel back is the run's event log.
+Front ends call `trainconsole.control.Control`, never this module. Where a run lives (this host, another
+host, a Slurm job) is its place (`control/places/`): every start, stop and kill goes through the run's
+place, chosen once (`places.for_config` for a new run, `places.of` by its run.json after). A run's only
+channel back is its event log.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from trainconsole import protocol
-from trainconsole.protocol import Config, Event, RunDir, index, processes, slurm_config
-from trainconsole.protocol.events import RESERVE
-from trainconsole.protocol.kills import record_kill
-from trainconsole.protocol.launch import ENV_LAUNCH_DIR, is_module_command, module_command
-from trainconsole.protocol.places import host as hosts
-from trainconsole.protocol.places.slurm import settle
-from trainconsole.protocol.run_row import ENDED
-from trainconsole.protocol.stops import held_stops
+from trainconsole.protocol import Config, Event, RunDir, index, places
+from trainconsole.protocol.places.host import remote
+from trainconsole.protocol.run_row import ENDED, LIVE
 
-from .places import host as remote
-from .places import slurm as slurm_runs
+from . import places as placed
+from .commands import COMMANDS, OUR_MODULES, QUEUE_WAITER  # noqa: F401 - (the run kinds' commands)
+from .places.local import leader
 from .places.sbatch import SlurmError
-
-#: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
-_children: dict[str, subprocess.Popen[bytes]] = {}
-
-#: What each kind of run executes, "{run_dir}" being its directory (`--resume` is appended to resume).
-COMMANDS = {kind: [*module_command(module), "{run_dir}"] for kind, module in
-            (("train", "trainconsole.trainers"), ("tune", "trainconsole.trainers.tune"),
-             ("script", "trainconsole.trainers.scripts"))}
-#: A queued run's first command: the waiter, which becomes the kind's command once devices have room.
-QUEUE_WAITER = [*module_command("trainconsole.trainers.lifecycle.queue"), "{run_dir}", "--"]
-#: Our entry points: each installs its stop handler, then takes the stops held back while it started.
-OUR_MODULES = frozenset(command[3] for command in [*COMMANDS.values(), QUEUE_WAITER])
 
 
 def kind_of(config: Config) -> str:
@@ -77,8 +59,8 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
     root = root or protocol.home()
     kind = kind_of(config)
     name = name or default_name(config, kind)
-    in_slurm = slurm_config.submitted(config)  # Slurm queues it: no waiter of ours
-    queued = bool(config["strategy"]["queue"]) and not in_slurm
+    place = placed.for_config(config)
+    queued = bool(config["strategy"]["queue"]) and place.name == "local"  # a scheduler queues it itself
     argv = argv if argv is not None else launch_command(kind, queued)
     run = RunDir.create(root, protocol.new_run_id(name))
     run.config.write_text(protocol.dumps(config))
@@ -90,22 +72,11 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
         info["queued"] = True
     with run.lock():
         try:
-            _place(run, info, resume=False, config=config)
+            place.start(run, info, _command(run, info, resume=False), config, _ran_s(run, info))
         except SlurmError:
             shutil.rmtree(run.path, ignore_errors=True)  # Slurm refused it: no run half-made
             raise
     return run
-
-
-def _place(run: RunDir, info: dict[str, Any], resume: bool, config: Config | None = None) -> None:
-    """Start the run's process where its config places it: here, or as a Slurm job (`[slurm]`)."""
-    if config is None and "slurm" in info:
-        config = protocol.load(run.config)
-    command = _command(run, info, resume=resume)
-    if config is not None and slurm_config.submitted(config):
-        slurm_runs.submit(run, info, command, config["slurm"], _ran_s(run, info))
-    else:
-        _start(run, command, info)
 
 
 #: How long a resume waits for a run that has said its last word (`stopped`) to finish exiting.
@@ -123,8 +94,8 @@ def resume(run: RunDir, epochs: int | None = None) -> RunDir:
     _wait_exiting(run)
     with run.lock():
         info = run.read_info()
-        if hosts.alive(run.path, info):
-            raise protocol.RunBusy(run.id, hosts.remote(info))
+        if places.alive(run.path, info):
+            raise protocol.RunBusy(run.id, remote(info))
         builtin = not info.get("argv") and info.get("kind", "train") == "train"
         if builtin and not run.last_ckpt.exists():
             raise FileNotFoundError(f"run {run.id} has no checkpoint to resume from ({run.last_ckpt})")
@@ -132,7 +103,8 @@ def resume(run: RunDir, epochs: int | None = None) -> RunDir:
             config = protocol.load(run.config)
             config["train"]["epochs"] = epochs
             _write_atomic(run.config, protocol.dumps(config))
-        _place(run, info, resume=True)
+        # where run.json places it: a Slurm run as a new job; a run of another host's resumes here
+        placed.of(info).start(run, info, _command(run, info, resume=True), None, _ran_s(run, info))
     return run
 
 
@@ -155,30 +127,6 @@ def _command(run: RunDir, info: dict[str, Any], resume: bool) -> list[str]:
     return [str(a).replace("{run_dir}", str(run.path)) for a in argv] + (["--resume"] if resume else [])
 
 
-def _start(run: RunDir, command: list[str], info: dict[str, Any]) -> None:
-    """Start the run's process (the caller holds the run's lock) and record its identity in run.json."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    cwd = info.get("cwd") or os.getcwd()
-    # Plug-ins ("package.module:factory") resolve from the directory the run was launched from, after the
-    # installed packages (`launch.reach_launch_dir`): on PYTHONPATH it would shadow them, ours included.
-    env[ENV_LAUNCH_DIR] = cwd
-    # our entry points start with the stop signals blocked and release them once they can take a stop
-    ours = is_module_command(command, OUR_MODULES)
-    with open(run.stdout, "ab") as out, open(run.stderr, "ab") as err, \
-            held_stops() if ours else contextlib.nullcontext():
-        proc = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=cwd, env=env,
-            start_new_session=True, close_fds=True,
-        )
-    _children[run.id] = proc
-    started = processes.start_time(proc.pid) or time.time()
-    info = {k: v for k, v in info.items() if k != "status"}  # the status is derived, never stored
-    # host: where this process runs (a run resumed on another host than its first one moves with it)
-    run.write_info({**info, "host": hosts.this_host(), "pid": proc.pid, "pgid": proc.pid,
-                    "pid_started": started, "started_at": time.time(), "ended_at": None, "dequeued_at": None,
-                    "ran_s": _ran_s(run, info)})
-
-
 def _ran_s(run: RunDir, info: dict[str, Any]) -> float:
     """Seconds the run's earlier processes ran: a resume adds the one that ended to those before it, so
     the run's elapsed time and wall time go on from where they were rather than from 0."""
@@ -194,25 +142,14 @@ def _ran_s(run: RunDir, info: dict[str, Any]) -> float:
     return before + max(0.0, end - start)
 
 
-def leader(run: RunDir, info: dict[str, Any] | None = None) -> Any:
-    """The run's live launcher process (psutil.Process), or None (always for a run on another host: a
-    process here with its pid and start time is a stranger)."""
-    child = _children.get(run.id)
-    if child is not None:
-        child.poll()  # reap it if it has exited
-    info = info if info is not None else run.read_info()
-    return None if remote.is_remote(info) else processes.find(info.get("pid"), info.get("pid_started"))
-
-
 def status(run: RunDir, events: list[Event] | None = None, info: dict[str, Any] | None = None) -> str:
     """The run's one status (`protocol.run_status`), after reaping a child of ours that has exited."""
-    child = _children.get(run.id)
-    if child is not None:
-        child.poll()
+    placed.local.reap(run.id)
     state = protocol.run_status(run, events, info)
-    if state == "lost" and "slurm" in (info if info is not None else run.read_info()):
-        settle(run.path, run.read_info())  # Slurm's word on how its job ended, if not yet said
-        return protocol.run_status(run)
+    if state == "lost":  # the place's word on how the run ended (a Slurm job's end), if not yet said
+        info = run.read_info()
+        if places.of(info).settle(run.path, info) is not None:
+            return protocol.run_status(run)
     return state
 
 
@@ -229,58 +166,14 @@ def summaries(root: Path, found: list[RunDir] | None) -> list[index.Summary]:
 
 
 def stop(run: RunDir, grace: float = 30.0) -> str:
-    """SIGTERM the run (it checkpoints and emits `stopped`); kill it if it outlives `grace` seconds.
-    A run on another host gets the same as a request (`remote.stop`)."""
-    info = run.read_info()
-    if "slurm" in info:
-        return slurm_runs.stop(run, status, grace)
-    if remote.is_remote(info):
-        return remote.stop(run, status, grace)
-    with run.lock():
-        proc = leader(run)
-        if proc is None:
-            return status(run)
-        proc.send_signal(signal.SIGTERM)
-    # Wait outside the lock, so that a `kill` during the grace period is not held up.
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and leader(run) is not None:
-        time.sleep(0.1)
-    if leader(run) is not None:
-        kill(run)
-    return status(run)
+    """Ask the run to checkpoint and stop (here SIGTERM; elsewhere its place's way); kill it if it
+    outlives `grace` seconds. Its status after."""
+    return placed.of(run.read_info()).stop(run, status, grace)
 
 
 def kill(run: RunDir) -> list[int]:
-    """SIGKILL the run's process group and every descendant; record `killed`. Returns surviving pids.
-    A run on another host is killed there, on request (`remote.kill`)."""
-    info = run.read_info()
-    if "slurm" in info:
-        return slurm_runs.kill(run, status)
-    if remote.is_remote(info):
-        return remote.kill(run, status)
-    with run.lock():
-        info = run.read_info()
-        was = status(run, info=info)
-        procs = processes.frozen_family(leader(run, info), info.get("pgid"), info.get("pid_started") or 0.0)
-        survivors = processes.kill_all(procs)
-        if run.id in _children:
-            _children[run.id].poll()
-        if not survivors and (was in ("running", "queued") or (was == "lost" and procs)):
-            record_kill(run, [p.pid for p in procs])
-        if not survivors:  # what only the run would have removed: the trainer's disk ballast, and a
-            (run.path / RESERVE).unlink(missing_ok=True)  # search's short link to its Ray files
-            _remove_ray_link(run, info.get("ray_temp_dir"))
-    return [p.pid for p in survivors]
-
-
-def _remove_ray_link(run: RunDir, path: Any) -> None:
-    """A search's `/tmp/tcray-*` link (run.json `ray_temp_dir`), if it is one and leads into the run."""
-    if not isinstance(path, str):
-        return
-    link = Path(path)
-    with contextlib.suppress(OSError):
-        if link.is_symlink() and link.resolve().is_relative_to(run.path.resolve()):
-            link.unlink()
+    """End the run's whole process family wherever it lives, and record `killed`. Returns surviving pids."""
+    return placed.of(run.read_info()).kill(run, status)
 
 
 def wait(run: RunDir, on_event: Callable[[Event], None] | None = None, poll: float = 0.2) -> str:
@@ -291,7 +184,7 @@ def wait(run: RunDir, on_event: Callable[[Event], None] | None = None, poll: flo
             if on_event is not None:
                 on_event(event)
         state = status(run)
-        if state not in ("running", "queued"):
+        if state not in LIVE:
             for event in reader.read():
                 if on_event is not None:
                     on_event(event)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import best_trial
+from . import best_trial, places
 from .events import EVAL, FINAL, FINISHED, STEP, Event, read_all
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
@@ -95,10 +95,10 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
     if failure is not None and status == "failed":
         out["cause"] = failure.get("cause")
-    if "slurm" in info:  # a Slurm run: its job and nodes, and while it waits Slurm's reason
-        from .places.slurm import row_fields
-
-        out["slurm"] = row_fields(info, status, events)
+    place = places.of(info)  # e.g. a Slurm run's job, nodes, and while it waits Slurm's reason
+    fields = place.row_fields(info, status, events)
+    if fields is not None:
+        out[place.info_key or place.name] = fields
     return out
 
 
@@ -312,15 +312,12 @@ def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None)
 
 def keeps(summary: Summary) -> bool:
     """Whether a summary derived now can be kept: its run has ended, its files are settled, and for a
-    Slurm run its job has no more to say (`slurm_jobs.ENDING_S` after its end: an outside `scancel`
-    turns the run's own `stopped` into `killed` a moment after it)."""
+    run whose place may still change how it ended, that time has passed (`Place.late_word_s`: for a Slurm
+    run an outside `scancel` turns the run's own `stopped` into `killed` a moment after it)."""
     if summary.row["status"] not in FINAL.values() or not settled(summary.key):
         return False
-    if summary.row.get("slurm") is None:
-        return True
-    from .places.slurm import ENDING_S
-
-    return time.time() - (summary.row.get("ended_at") or 0.0) >= ENDING_S
+    late = places.of(summary.row).late_word_s
+    return not late or time.time() - (summary.row.get("ended_at") or 0.0) >= late
 
 
 def _run_paths(home: Path) -> list[str]:

@@ -8,10 +8,13 @@ status (`status.py`), the console's stop and kill, the DDP launcher's reaper and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -165,6 +168,34 @@ def frozen_family(leader: psutil.Process | None, pgid: int | None, since: float,
         wait_stopped(list(new.values()))
         found.update(new)
     return list(found.values())
+
+
+@dataclass(frozen=True)
+class Ending:
+    """What `end_family` ended: every pid it found, and the processes that outlived their SIGKILL."""
+
+    pids: list[int]
+    survivors: list[psutil.Process]
+
+
+def end_family(leader: psutil.Process | None, pgid: int | None, since: float,
+               record: Callable[[list[int]], None] | None = None, self_last: bool = False) -> Ending:
+    """The one way a run's processes end, for the CLI, the console, a watchdog and every place: the
+    family found and frozen (`frozen_family`: none forks or exits meanwhile, no pid is reused), `record`
+    told their pids while they are frozen (a watchdog's `killed` must come before its own process's
+    threads can see a child die), then each SIGKILLed and waited for. With `self_last` the caller's own
+    process is killed right after them, without a wait (a watchdog ending its run from inside)."""
+    procs = frozen_family(leader, pgid, since)
+    pids = [p.pid for p in procs]
+    if record is not None:
+        record(pids)
+    if self_last:
+        sys.setswitchinterval(1.0)  # no turn for the caller's other threads between the last kills
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return Ending(pids, kill_all(procs))
 
 
 def wait_stopped(procs: list[psutil.Process], timeout: float = STOP_WAIT_S) -> None:

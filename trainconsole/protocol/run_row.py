@@ -17,6 +17,8 @@ from .rates import MeanRate
 
 #: The statuses of a run that has ended (a lost run's process is gone without a final word).
 ENDED = (*FINAL.values(), "lost")
+#: The statuses of a run whose process is (or will be) at work: every other status is in ENDED.
+LIVE = ("running", "queued")
 #: A step event's fields that are not a training metric of its own (the trainer's rate and learning
 #: rate included: the console's `m` cycles through what a script logs beside its loss).
 NOT_METRICS = frozenset({"v", "t", "run", "type", "step", "epoch", "epochs", "rank", "count", "samples",

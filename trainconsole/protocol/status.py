@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from . import places
 from .events import FINAL, STARTED, Event, tail
-from .places import host as hosts
 
 if TYPE_CHECKING:
     from .rundir import RunDir
@@ -60,7 +60,7 @@ def run_status(run: RunDir, events: list[Event] | None = None, info: dict[str, A
     events = tail(run.events) if events is None else events
     info = run.read_info() if info is None else info
     final, final_t = last_final(events)
-    alive = hosts.alive(run.path, info)  # pid and start time here, the heartbeat from another host
+    alive = places.alive(run.path, info)  # pid and start time here, the heartbeat from another host
     launched = info.get("started_at") or 0.0  # a `started` from before a resume says nothing of this launch
     queued = in_queue(info, started=any(e.get("type") == STARTED and started_since(e.get("t") or 0, launched)
                                         for e in events))

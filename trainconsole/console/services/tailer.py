@@ -21,13 +21,12 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from trainconsole.console.core.run_update import RunUpdate, count_events, merge
-from trainconsole.protocol import RunDir
-from trainconsole.protocol.places import host as hosts
+from trainconsole.protocol import RunDir, places
 
 from .tracked_run import CHUNK, TrackedRun
 
@@ -260,15 +259,15 @@ class Tailer:
     def _refresh(self, t: TrackedRun) -> RunUpdate | None:
         """Re-read a changed run.json, and check whether an unfinished run's process still lives."""
         info_changed = self._refresh_info(t)
-        if not (info_changed or t.alive is not False or hosts.remote(t.info or {})
-                or hosts.slurm_says(t.info or {})):  # (an outside scancel: Slurm's word comes later)
+        place = places.of(t.info or {})
+        if not (info_changed or t.alive is not False or place.watched(t.info or {})):
             return None  # a vanished process does not come back unless run.json changes (a resume);
             # a run on another host is asked each time: its heartbeat may come back (a slow file system)
         # launch() writes run.json just before it starts the process: give it a moment.
         info = t.info or {}
         launching = not info.get("pid") and time.time() - t.info_mtime < LAUNCH_GRACE_S
-        alive = None if launching else hosts.alive(t.run.path, info)
-        reason = slurm_reason(info) if alive else ""
+        alive = None if launching else place.alive(t.run.path, info)
+        reason = place.reason(info) if alive else ""
         if alive == t.alive and reason == t.slurm_reason and not info_changed:
             return None
         t.alive, t.slurm_reason = alive, reason
@@ -301,17 +300,6 @@ class Tailer:
             if (folder, size) != t.summarized_files:
                 self._follow(t)
         self._checked += CHECKS
-
-
-def slurm_reason(info: dict[str, Any]) -> str:
-    """Why a Slurm run's job waits, in Slurm's word (`Resources`, `Priority`...); "" for any other run
-    or a job not waiting (Slurm says `None` until it first looks at one). One cached squeue for all."""
-    if "slurm" not in info or hosts.ended(info):
-        return ""
-    from trainconsole.protocol.places import slurm as slurm_jobs  # (here: few runs are Slurm's)
-
-    reason = slurm_jobs.reason(info)
-    return "" if reason in (None, "None") else reason
 
 
 def _load_index(home: Path) -> dict[str, Summary]:

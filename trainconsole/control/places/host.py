@@ -12,8 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trainconsole.protocol import RunDir, run_requests
+from trainconsole.protocol import Config, RunDir, run_requests
 from trainconsole.protocol.places import host as hosts
+
+from . import Place, Status, local
 
 #: How long a kill request may take: the watchdog looks about once a second, then kills and records.
 KILL_WAIT_S = 15.0
@@ -59,3 +61,23 @@ def is_remote(info: dict[str, Any]) -> bool:
     """Whether the run's process is on another host (only requests reach it)."""
     return hosts.remote(info) is not None
 
+
+
+class Host(hosts.Host, Place):
+    """A run on another host of the shared home: stopped and killed by requests its watchdog obeys."""
+
+    def start(self, run: RunDir, info: dict[str, Any], command: list[str], config: Config | None,
+              ran_s: float) -> None:
+        """Here: a run of another host that is resumed on this one moves here."""
+        local.PLACE.start(run, info, command, config, ran_s)
+
+    def stop(self, run: RunDir, status: Status, grace: float) -> str:
+        """A stop request; a kill request if it outlives `grace` seconds."""
+        return stop(run, status, grace)
+
+    def kill(self, run: RunDir, status: Status) -> list[int]:
+        """A kill request, waited for."""
+        return kill(run, status)
+
+
+PLACE = Host()

@@ -86,15 +86,36 @@ def sbatch_options(run: RunDir, info: dict[str, Any], slurm: dict[str, Any]) -> 
 def signal(job_id: str, signame: str, batch: bool = True) -> None:
     """Send a signal to the job's batch step: the run's own process (its stop handler for TERM); not
     `batch`: to its steps (a run across nodes: the task on every node)."""
-    _call(["scancel", f"--signal={signame}", *(["--batch"] if batch else []), job_id])
+    _checked(_call(["scancel", f"--signal={signame}", *(["--batch"] if batch else []), job_id]))
     slurm_jobs.SCHEDULER.forget()
 
 
 def cancel(job_id: str) -> None:
     """End the whole job on every node (its processes get SIGKILL after the cluster's KillWait); a
     pending job leaves the queue."""
-    _call(["scancel", job_id])
+    _checked(_call(["scancel", job_id]))
     slurm_jobs.SCHEDULER.forget()
+
+
+#: What scancel says of a job that has already ended (nothing left to do: not a failure).
+ALREADY_ENDED = ("already completing or completed", "Invalid job id")
+
+
+def _checked(done: subprocess.CompletedProcess[str]) -> None:
+    """SlurmError (scancel's own line) unless scancel did what it was asked or the job had ended."""
+    if done.returncode != 0 and not any(words in done.stderr for words in ALREADY_ENDED):
+        raise SlurmError(f"slurm: scancel failed: {_last_words(done)}")
+
+
+def check_reachable() -> None:
+    """SlurmError, one line, unless Slurm's controller answers now: a stop or kill is never done, nor
+    recorded, on a guess."""
+    down = slurm_jobs.controller_refuses()
+    done = None if down else _call(["squeue", "-h", "--me", "-o", "%i"], timeout=15)
+    if done is None or done.returncode != 0:
+        words = "connection refused" if done is None else _last_words(done).removeprefix("squeue: error: ")
+        raise SlurmError(f"slurm: the controller does not answer ({words}): nothing was done; try again "
+                         "once it does")
 
 
 def wait_ended(info: dict[str, Any], timeout: float) -> bool:
@@ -110,9 +131,9 @@ def wait_ended(info: dict[str, Any], timeout: float) -> bool:
         time.sleep(0.3)
 
 
-def _call(argv: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+def _call(argv: list[str], cwd: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd,
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SlurmError(f"slurm: {argv[0]} failed: {e}") from e

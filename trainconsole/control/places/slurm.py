@@ -12,11 +12,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from trainconsole.protocol import EventWriter, RunDir, processes, run_requests
+from trainconsole.protocol import Config, EventWriter, RunDir, load, processes, run_requests
 from trainconsole.protocol.kills import record_kill
 from trainconsole.protocol.places import host as hosts
 from trainconsole.protocol.places import slurm as slurm_jobs
 
+from . import Place, Status
 from . import sbatch as slurm
 
 #: How long a kill waits for Slurm to say the job has ended (its KillWait and a controller's round trip).
@@ -33,8 +34,9 @@ def submit(run: RunDir, info: dict[str, Any], command: list[str], section: dict[
     run.write_info({**info, "host": hosts.this_host(), "queued": True, "pid": None, "pgid": None,
                     "pid_started": None, "started_at": now, "ended_at": None, "dequeued_at": None,
                     "ran_s": ran_s, "slurm": {"job_id": job_id, "submitted_at": now, "nodes": "",
-                                                         "requeue": section["requeue"],
-                                                         "nodes_asked": section["nodes"]}})
+                                              "requeue": section["requeue"], "nodes_asked": section["nodes"],
+                                              "partition": section["partition"], "time": section["time"],
+                                              "signal_s": section["signal_s"]}})
     EventWriter(run.events, run.id).emit("queued", slurm_job=job_id, partition=section["partition"] or
                                          "(default)", nodes=section["nodes"])
 
@@ -44,6 +46,9 @@ def stop(run: RunDir, status: Callable[[RunDir], str], grace: float) -> str:
     (checkpoint, `stopped`), and the whole job is killed if it outlives `grace` seconds."""
     with run.lock():
         info = run.read_info()
+        if status(run) in ("running", "queued"):
+            slurm.check_reachable()  # SlurmError: nothing done, nothing recorded
+            slurm_jobs.SCHEDULER.forget()
         job = slurm_jobs.job(info)
         if status(run) not in ("running", "queued") or job is None:
             return status(run)
@@ -75,6 +80,7 @@ def kill(run: RunDir, status: Callable[[RunDir], str]) -> list[int]:
         job_id = slurm_jobs.job_of(info)
         if was not in ("running", "queued", "lost") or job_id is None:
             return []
+        slurm.check_reachable()  # SlurmError: nothing killed, nothing recorded
         survivors = _kill_tree(run, info)
         slurm.cancel(job_id)
         slurm.wait_ended(info, KILL_WAIT_S)
@@ -94,10 +100,31 @@ def _kill_tree(run: RunDir, info: dict[str, Any]) -> list[Any]:
     leader = processes.find(info.get("pid"), info.get("pid_started"))
     if leader is None:
         return []
-    return processes.kill_all(processes.family(leader, info.get("pgid"), info.get("pid_started") or 0.0))
+    return processes.end_family(leader, info.get("pgid"), info.get("pid_started") or 0.0).survivors
 
 
 def _events(run: RunDir) -> list[Any]:
     from trainconsole.protocol import tail
 
     return tail(run.events)
+
+
+class Slurm(slurm_jobs.Slurm, Place):
+    """A run as a Slurm job: submitted with sbatch, stopped and killed through Slurm."""
+
+    def start(self, run: RunDir, info: dict[str, Any], command: list[str], config: Config | None,
+              ran_s: float) -> None:
+        """Submit its job (the run is `queued` until its process starts on the allocation)."""
+        config = config if config is not None else load(run.config)
+        submit(run, info, command, config["slurm"], ran_s)
+
+    def stop(self, run: RunDir, status: Status, grace: float) -> str:
+        """Out of the queue, or SIGTERM through Slurm; the whole job killed after `grace` seconds."""
+        return stop(run, status, grace)
+
+    def kill(self, run: RunDir, status: Status) -> list[int]:
+        """The whole job ended, on every node."""
+        return kill(run, status)
+
+
+PLACE = Slurm()

@@ -4,7 +4,8 @@ On the run's own host (run.json's `host`, or a run with no host recorded) the an
 start time (`processes.process_alive`). From any other host the pid means nothing (it is another process
 table), so the answer is the run's heartbeat: alive while the heartbeat of the process run.json names is
 younger than `heartbeat.silence_s()` (or, before its first one, while its launch is), and not once it said
-it ended. The run status, the lifecycle guards, the console's rows and `compare` all ask `alive`.
+it ended. The run status, the lifecycle guards, the console's rows and `compare` ask `places.alive`,
+which asks this place for such a run.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import socket
 import time
 from typing import Any
 
-from .. import heartbeat
-from ..processes import process_alive, same_start
+from .. import heartbeat, places
+from ..processes import same_start
+from . import Info, Place
 
 
 def this_host() -> str:
@@ -29,34 +31,34 @@ def remote(info: dict[str, Any]) -> str | None:
     return host if host and host != this_host() else None
 
 
-def alive(run_path: str | os.PathLike[str], info: dict[str, Any], now: float | None = None) -> bool | None:
-    """Whether the run's current process lives: by pid and start time here, by heartbeat elsewhere; a
-    Slurm run's by its job too (`slurm_jobs.alive`: None while just submitted)."""
-    if slurm_says(info):
-        from . import slurm as slurm_jobs
+class Host(Place):
+    """A run whose process is on another host that shares the home: judged by its heartbeat."""
 
-        return slurm_jobs.alive(run_path, info, _process_alive)
-    return _process_alive(run_path, info, now)
+    name = "host"
 
+    def holds(self, info: Info) -> bool:
+        """A run whose run.json names another host."""
+        return remote(info) is not None
 
-def slurm_says(info: dict[str, Any]) -> bool:
-    """Whether the run is a Slurm run whose job still has a say in its status: not ended, or ended a
-    moment ago without a stop of ours (an outside `scancel` looks like a stop to the run)."""
-    if "slurm" not in info:
-        return False
-    if not ended(info):
+    def alive(self, run_path: str | os.PathLike[str], info: Info, now: float | None = None) -> bool:
+        """By heartbeat (no file read for a run that has ended: most of a home's)."""
+        if ended(info):
+            return False
+        return heard_from(info, heartbeat.read(run_path), time.time() if now is None else now)
+
+    def watched(self, info: Info) -> bool:
+        """Always: a heartbeat may come back (a slow file system)."""
         return True
-    from . import slurm as slurm_jobs
-
-    return slurm_jobs.ending(info)
 
 
-def _process_alive(run_path: str | os.PathLike[str], info: dict[str, Any], now: float | None = None) -> bool:
-    if remote(info) is None:
-        return process_alive(info.get("pid"), info.get("pid_started"))
-    if ended(info):  # no file to read for a run that has ended (most of a home's)
-        return False
-    return heard_from(info, heartbeat.read(run_path), time.time() if now is None else now)
+PLACE = Host()
+
+
+def process_alive_anywhere(run_path: str | os.PathLike[str], info: Info, now: float | None = None) -> bool:
+    """Whether the process run.json names lives, wherever it runs: here by pid and start time, on another
+    host by heartbeat (the rule a scheduler's place applies once its job runs)."""
+    place = PLACE if remote(info) is not None else places.named("local")
+    return bool(place.alive(run_path, info, now))
 
 
 def ended(info: dict[str, Any]) -> bool:

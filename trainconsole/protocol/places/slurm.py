@@ -2,18 +2,21 @@
 
 A run sent to Slurm has `slurm.job_id` in run.json. `job` answers from one `squeue` for all of this
 user's jobs (every `poll_s()` seconds at most, however many runs ask; `sacct` for a job squeue has
-forgotten, where accounting is on). `alive` is `hosts.alive` for such a run: pending = alive (the run is
-`queued`); running = its process lives (by pid here, by heartbeat elsewhere), or is still starting; ended
-= gone. `settle` writes Slurm's own word (`killed` / `failed`, with its reason) into the log of a run
-whose job ended without the run's final event (a time limit, a node failure, an outside `scancel`, an
-out-of-memory kill): whoever first sees it, once, so that no such run stays `lost`.
+forgotten, where accounting is on). `alive` is `places.alive` for such a run (`Slurm`, the place):
+pending = alive (the run is `queued`); running = its process lives (by pid here, by heartbeat
+elsewhere), or is still starting; ended = gone. `settle` writes Slurm's own word (`killed` / `failed`,
+with its reason) into the log of a run whose job ended without the run's final event (a time limit, a
+node failure, an outside `scancel`, an out-of-memory kill): whoever first sees it, once, so that no such
+run stays `lost`.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
+import socket
 import subprocess
 import threading
 import time
@@ -21,7 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..events import FINAL, STARTED, Event, EventWriter, tail
+from ..events import FINAL, STARTED, Event, tail
+from ..kills import record_end
+from ..rundir import RunDir
+from . import Info, Place, slurm_end
+from .host import ended, process_alive_anywhere
+from .slurm_end import Ending
 
 #: How often the scheduler is asked at most (one squeue for every run); the env var changes it.
 ENV_POLL = "TRAINCONSOLE_SLURM_POLL_S"
@@ -44,6 +52,11 @@ class Job:
     state: str
     reason: str
     nodes: str
+    partition: str = ""
+    time_limit: str = ""
+    time_left: str = ""
+    #: What accounting says of the ended job (None: squeue's view, or no accounting).
+    ending: Ending | None = None
 
     @property
     def pending(self) -> bool:
@@ -64,8 +77,18 @@ def poll_s() -> float:
         return POLL_S
 
 
+#: How long squeue may take (a controller that answers does so in well under a second); once it did not
+#: answer, it is asked again only every `RETRY_S`, for at most `DOWN_TIMEOUT_S`, so readers stay fast.
+SQUEUE_TIMEOUT_S = 8.0
+DOWN_TIMEOUT_S = 0.6
+RETRY_S = 10.0
+SQUEUE_FORMAT = "%i|%T|%r|%N|%P|%l|%L"
+
+
 class Scheduler:
-    """The scheduler's view of this user's jobs, asked once per `poll_s()` for every run."""
+    """The scheduler's view of this user's jobs, asked once per `poll_s()` for every run; the last answer
+    is kept (also on disk, for the next `ls`), and a controller that does not answer is said to be so
+    (`unreachable_since`), never taken for jobs that ended."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -73,11 +96,17 @@ class Scheduler:
         self._at = -1e9
         self._accounting: bool | None = None  # unknown until sacct is first needed
         self._missed: dict[str, float] = {}  # jobs sacct did not know either, and when it was asked
+        #: Since when squeue has not answered (None: it answered last time).
+        self.unreachable_since: float | None = None
+        self._loaded = False
 
     def job(self, job_id: str, since: float = 0.0) -> Job | None:
         """The job, from a view no older than `poll_s()` nor than `since` (a submission's time: a view
         from before it cannot know the job); None if Slurm knows no such job (or cannot be asked)."""
         with self._lock:
+            if not self._loaded:  # another reader's last answer (so that `ls` need not wait for Slurm)
+                self._loaded = True
+                self._load()
             if time.time() - self._at > poll_s() or self._at < since:
                 self._refresh()
             found = self._jobs.get(job_id)
@@ -93,37 +122,114 @@ class Scheduler:
         with self._lock:
             self._at = -1e9
 
+    @property
+    def unreachable(self) -> bool:
+        """Whether the controller did not answer the last ask (its jobs are then as last known)."""
+        return self.unreachable_since is not None
+
     def _refresh(self) -> None:
-        out = _client("squeue", "-h", "--me", "--states=all", "-o", "%i|%T|%r|%N")
+        down = self.unreachable
+        out = None if down and controller_refuses() else \
+            _client("squeue", "-h", "--me", "--states=all", "-o", SQUEUE_FORMAT,
+                    timeout=DOWN_TIMEOUT_S if down else SQUEUE_TIMEOUT_S)
         self._at = time.time()
-        if out is None:
-            return  # keep the last view: a slow controller must not make every run lost
-        self._jobs = {}
-        for line in out.splitlines():
-            parts = line.split("|")
-            if len(parts) == 4:
-                self._jobs[parts[0]] = Job(*parts)
+        if out is None:  # keep the last view: a controller down must not make every run lost
+            self.unreachable_since = self.unreachable_since or self._at
+            self._at += RETRY_S - poll_s()  # and ask it again only every RETRY_S
+        else:
+            self.unreachable_since = None
+            self._jobs = dict(_parse_squeue(out))
+        self._save()
 
     def _from_sacct(self, job_id: str) -> Job | None:
-        out = _client("sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,Reason,NodeList")
-        self._accounting = out is not None
-        for line in (out or "").splitlines():
-            parts = line.split("|")
-            if len(parts) == 4 and parts[0] == job_id:
-                state = parts[1].split()[0] if parts[1] else "UNKNOWN"  # "CANCELLED by 0"
-                job = Job(job_id, state, parts[2], parts[3])
-                self._jobs[job_id] = job
-                return job
-        return None
+        answered, ending = slurm_end.sacct(job_id)
+        self._accounting = answered
+        if ending is None:
+            return None
+        job = Job(job_id, ending.state, ending.reason, ending.nodes, time_limit=ending.time_limit,
+                  ending=ending if ending.state not in PENDING | RUNNING else None)
+        self._jobs[job_id] = job
+        return job
+
+    def ending(self, job_id: str) -> slurm_end.Ending | None:
+        """What accounting says of the ended job (None: no accounting, or it has not ended)."""
+        found = self._jobs.get(job_id)
+        if found is not None and found.ending is not None:
+            return found.ending
+        if self._accounting is False:
+            return None
+        answered, ending = slurm_end.sacct(job_id)
+        self._accounting = answered
+        return ending if ending is not None and ending.state not in PENDING | RUNNING else None
+
+    def _load(self) -> None:
+        """The last view any reader saved (so that a new `ls` need not wait for a controller that is down)."""
+        try:
+            saved = json.loads(_view_path().read_text())
+            self._jobs = {k: Job(*v) for k, v in saved["jobs"].items()}
+            self._at, self.unreachable_since = float(saved["at"]), saved["unreachable_since"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+
+    def _save(self) -> None:
+        view = {"at": self._at, "unreachable_since": self.unreachable_since,
+                "jobs": {k: [j.job_id, j.state, j.reason, j.nodes, j.partition, j.time_limit, j.time_left]
+                         for k, j in self._jobs.items()}}
+        path = _view_path()
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(view))
+            os.replace(tmp, path)
+        except OSError:
+            return
+
+
+def _view_path() -> Path:
+    """Where the last squeue answer is kept for every reader of this home (per Slurm cluster)."""
+    from ..rundir import home
+
+    cluster = re.sub(r"\W", "_", os.environ.get("SLURM_CONF", "default"))
+    return home() / f".slurm-view-{cluster[-60:]}.json"
+
+
+def _parse_squeue(out: str) -> list[tuple[str, Job]]:
+    rows = [line.split("|") for line in out.splitlines()]
+    return [(parts[0], Job(*parts)) for parts in rows if len(parts) == SQUEUE_FORMAT.count("|") + 1]
+
+
+def controller_refuses() -> bool:
+    """Whether slurmctld's port (from slurm.conf, where readable) refuses a connection right now: a
+    controller that is down is known at once, without squeue's own long retries."""
+    host, port = _controller_address()
+    if not host:
+        return False
+    try:
+        socket.create_connection((host, port), timeout=0.3).close()
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False  # unknown: let squeue say
+    return False
+
+
+def _controller_address() -> tuple[str, int]:
+    """SlurmctldHost and SlurmctldPort of the cluster's slurm.conf (("", 0) where unreadable)."""
+    try:
+        text = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).read_text(errors="replace")
+    except OSError:
+        return "", 0
+    host = re.search(r"^\s*SlurmctldHost\s*=\s*([^\s(]+)", text, re.MULTILINE | re.IGNORECASE)
+    port = re.search(r"^\s*SlurmctldPort\s*=\s*(\d+)", text, re.MULTILINE | re.IGNORECASE)
+    return (host.group(1) if host else "", int(port.group(1)) if port else 6817)
 
 
 SCHEDULER = Scheduler()
 
 
-def _client(*argv: str) -> str | None:
+def _client(*argv: str, timeout: float = 20) -> str | None:
     """A Slurm client's output; None if it is missing, fails or hangs."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -151,8 +257,11 @@ def started_here(info: dict[str, Any]) -> bool:
 
 
 def alive(run_path: str | os.PathLike[str], info: dict[str, Any], process_rule: Any) -> bool | None:
-    """`hosts.alive` for a Slurm run; `process_rule(run_path, info)` is the rule for a plain process."""
+    """Whether a Slurm run's process lives, from its job; `process_rule(run_path, info)` is the rule for a
+    plain process."""
     found = job(info)
+    if found is None and SCHEDULER.unreachable:  # as last known: waiting, or its process
+        return process_rule(run_path, info) if started_here(info) else True
     if found is None:  # squeue and sacct know nothing: just submitted, or long gone
         if started_here(info):
             return process_rule(run_path, info)
@@ -196,13 +305,31 @@ def row_fields(info: dict[str, Any], status: str, events: list[Event]) -> dict[s
     """The `slurm` of a run's `ls` row: job id, nodes, and Slurm's reason while queued (or how it ended,
     where Slurm ended it)."""
     slurm = info.get("slurm") or {}
-    out = {"job_id": slurm.get("job_id"), "nodes": slurm.get("nodes") or "", "reason": None}
+    live = job(info) if status in ("queued", "running", "lost") else None
+    out = {"job_id": slurm.get("job_id"), "nodes": slurm.get("nodes") or "", "reason": None,
+           "partition": live.partition if live else slurm.get("partition", ""),
+           "time_limit": live.time_limit if live else slurm.get("time", ""),
+           "time_left": live.time_left if live and live.running else "",
+           "unreachable_since": SCHEDULER.unreachable_since}
     if status == "queued":
         out["reason"] = reason(info) or "starting"  # (Slurm says "None" until it first schedules)
+    if status == "queued" and requeuing(info):
+        out["reason"] = "requeued (BeginTime)"
     ended = next((e for e in reversed(events) if e.get("type") in FINAL), None)
     if ended is not None and ended.get("slurm_state"):
         out["reason"] = f"{ended['slurm_state']}: {ended.get('cause')}"
+    elif status == "lost" and live is None and not SCHEDULER.unreachable:
+        out["reason"] = f"unknown: Slurm no longer knows job {slurm.get('job_id')} (no accounting to ask)"
+    elif ended is not None and ended.get("type") == "stopped" and time_limit_stop(info):
+        out["reason"] = "time limit near"
     return out
+
+
+def time_limit_stop(info: dict[str, Any]) -> bool:
+    """Whether the run's `stopped` came from Slurm's signal before its time limit (`--signal`), not from
+    a stop of ours."""
+    slurm = info.get("slurm") or {}
+    return bool(slurm.get("signal_s")) and not stop_asked(info) and bool(slurm.get("time"))
 
 
 def settle(run_path: str | os.PathLike[str], info: dict[str, Any]) -> str | None:
@@ -237,17 +364,37 @@ def _settle_locked(path: Path, found: Job) -> str | None:
         return None
     if ended_since(events, info.get("started_at") or 0.0) and not cancelled_stop(events, info, found):
         return None
-    status = "killed" if found.state in CANCELLED else "failed"
+    ending = found.ending or SCHEDULER.ending(found.job_id)
+    status = slurm_end.status_of(found.state)
     said = slurm_said(path, found.job_id)
-    cause = said or f"Slurm job {found.job_id} ended {found.state} (reason {found.reason})"
-    EventWriter(path / "events.jsonl", path.name).emit(
-        status, cause=cause, hint=HINTS.get(found.state, "see " + OUTPUT.format(job_id=found.job_id)),
-        slurm_state=found.state, slurm_reason=found.reason, job_id=found.job_id)
-    info["ended_at"] = time.time()
-    tmp = path / f".run.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(info, indent=2))
-    os.replace(tmp, path / "run.json")
+    facts = {"slurm_said": said} if said else {}
+    if ending is not None:  # accounting's record: exit code, signal, elapsed, peak memory
+        cause, hint = slurm_end.cause(ending, _failed_nodes(ending)), slurm_end.hint(ending)
+        facts |= ending.record()
+    else:
+        cause, hint = _squeue_words(found, said)
+    record_end(RunDir(path), status, cause=cause, hint=hint, slurm_state=found.state,
+               slurm_reason=found.reason, job_id=found.job_id, **facts)
     return status
+
+
+def _squeue_words(found: Job, said: str | None) -> tuple[str, str]:
+    """How the job ended from squeue alone (no accounting: no exit code or signal to tell)."""
+    ending = Ending(found.job_id, found.state, 0, 0, "", "", found.nodes, found.reason, found.time_limit)
+    if found.state in slurm_end.WORDS or found.state in slurm_end.HINTS:
+        return slurm_end.cause(ending, _failed_nodes(ending)), slurm_end.hint(ending)
+    return said or f"Slurm job {found.job_id} ended {found.state} (reason {found.reason})", \
+        slurm_end.hint(ending)
+
+
+def _failed_nodes(ending: Ending) -> str:
+    """Which of a NODE_FAIL job's nodes Slurm now says are down (its whole node list where unknown)."""
+    if ending.state != "NODE_FAIL":
+        return ""
+    down = _client("sinfo", "-h", "-N", "-t", "down,fail,drain,no_respond", "-o", "%N", timeout=5)
+    mine = _client("scontrol", "show", "hostnames", ending.nodes, timeout=5)
+    failed = sorted(set((down or "").split()) & set((mine or "").split()))
+    return ",".join(failed) or ending.nodes
 
 
 def stop_asked(info: dict[str, Any]) -> bool:
@@ -272,8 +419,8 @@ def cancelled_stop(events: list[Event], info: dict[str, Any], found: Job) -> boo
     """Whether the run's `stopped` is an outside `scancel`: Slurm sends SIGTERM first (KillWait before
     its SIGKILL), which a training run takes as a stop and ends `stopped`; its job says CANCELLED, and
     no stop of ours was asked. Such a run was killed, in Slurm's words."""
-    if found.state not in CANCELLED or stop_asked(info):
-        return False
+    if found.state in ("COMPLETED", "FAILED") or stop_asked(info):
+        return False  # (Slurm's TERM at a time limit, a node's failure, a preemption: its word, too)
     last = next((e for e in reversed(events) if e.get("type") in FINAL), None)
     return last is not None and last.get("type") == "stopped"
 
@@ -299,7 +446,7 @@ HINTS = {
     "CANCELLED": "the job was cancelled (scancel) outside trainconsole",
 }
 
-STARS = re.compile(r"\*\*\* (JOB|STEP) .*\*\*\*")
+STARS = re.compile(r"\*\*\* (JOB|STEP) .*\*\*\*|Detected \d+ oom.kill events? in \S+")
 
 
 def slurm_said(run_path: Path, job_id: str) -> str | None:
@@ -310,3 +457,47 @@ def slurm_said(run_path: Path, job_id: str) -> str | None:
         return None
     found = [m.group(0) for m in STARS.finditer(text)]
     return found[-1].strip("* ").strip() if found else None
+
+
+class Slurm(Place):
+    """A run sent to Slurm (run.json `slurm`): its job says whether it waits, runs or ended, and how."""
+
+    name = "slurm"
+    info_key = "slurm"
+    section = "slurm"
+    late_word_s = ENDING_S
+
+    def takes(self, config: Info) -> bool:
+        """A config whose [slurm] section submits it."""
+        from ..slurm_config import submitted
+
+        return submitted(config)
+
+    def alive(self, run_path: str | os.PathLike[str], info: Info, now: float | None = None) -> bool | None:
+        """By its job while the job has a say (None while just submitted), else as a plain process."""
+        if self.watched(info):
+            return alive(run_path, info, process_alive_anywhere)
+        return process_alive_anywhere(run_path, info, now)
+
+    def watched(self, info: Info) -> bool:
+        """While its job still has a say: not ended, or ended a moment ago without a stop of ours (an
+        outside `scancel` looks like a stop to the run)."""
+        return not ended(info) or ending(info)
+
+    def settle(self, run_path: str | os.PathLike[str], info: Info) -> str | None:
+        """Slurm's word on how its job ended, if the run could not say it."""
+        return settle(run_path, info)
+
+    def reason(self, info: Info) -> str:
+        """Slurm's reason while the job waits (`Resources`, `Priority`...; not its `None`)."""
+        if ended(info):
+            return ""
+        said = reason(info)
+        return "" if said in (None, "None") else said
+
+    def row_fields(self, info: Info, status: str, events: list[Event]) -> dict[str, Any] | None:
+        """Its job, nodes and Slurm's reason."""
+        return row_fields(info, status, events)
+
+
+PLACE = Slurm()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 import time
 
@@ -118,34 +117,17 @@ class Watchdog:
             pass
 
     def _kill(self) -> None:
-        """End every process of the run on this host, this one last, and record `killed` in between.
-
-        The others are frozen first (SIGSTOP): a process that stops does not exit, so the main thread,
-        which watches its children, cannot report their deaths as a failure after the `killed` event, and
-        their pids cannot be reused before the SIGKILL. Two passes catch one forked during the first.
-        """
-        import psutil
-
+        """End every process of the run on this host, this one last, and record `killed` in between
+        (`processes.end_family`: the others frozen first, so the main thread, which watches its children,
+        cannot report their deaths as a failure after the `killed` event, and no pid is reused)."""
         pgid = os.getpgrp() if os.getpgrp() == self.pid else None  # only a group we lead is ours
-        frozen: dict[int, psutil.Process] = {}
-        for _ in range(2):
-            for proc in processes.family(processes.find(self.pid, self.started), pgid, self.started):
-                if proc.pid not in frozen:
-                    try:
-                        proc.suspend()
-                        frozen[proc.pid] = proc
-                    except psutil.Error:
-                        pass
+        processes.end_family(processes.find(self.pid, self.started), pgid, self.started,
+                             record=self._record_kill, self_last=True)
+
+    def _record_kill(self, pids: list[int]) -> None:
         try:
             with self.run.lock():
-                record_kill(self.run, [self.pid, *frozen], host=self.host, requested=True)
+                record_kill(self.run, [self.pid, *pids], host=self.host, requested=True)
         except OSError:
             pass
         run_requests.done(self.run.path, run_requests.KILL)
-        sys.setswitchinterval(1.0)  # no turn for the main thread between the last kills
-        for pid in frozen:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        os.kill(self.pid, signal.SIGKILL)
