@@ -33,7 +33,7 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     started = row.get("started_at")
     return (
         row["id"], status_cell(row), row.get("strategy") or "-", epoch_cell(last),
-        _num(last.get("step")), _num(last.get("loss"), ".4f"), _num(last.get("val_acc"), ".3f"),
+        _num(last.get("step")), _num(last.get("loss"), ".4g"), _num(last.get("val_acc"), ".3f"),
         _num(last.get("samples_per_s"), ".0f"),
         time.strftime("%m-%d %H:%M", time.localtime(started)) if started else "-",
         human_bytes(row["size"]) if isinstance(row.get("size"), int) else "-",

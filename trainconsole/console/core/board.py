@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any as Object
 
 from trainconsole.console.core import leaderboard
+from trainconsole.console.core.columns import FIGURE_WIDTHS, count, figure, fraction
 from trainconsole.console.core.plot import RUN_COLORS, PlotLine, next_metric, plot_lines, plotted, trial_lines
 from trainconsole.console.core.run_state import Event, Note, RunState, label
 from trainconsole.console.core.run_update import RunUpdate
@@ -116,17 +117,19 @@ def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
     strategy = "tune" if run.kind == "tune" else strategy
     if run.world_size and run.world_size > 1:
         strategy += f"×{run.world_size}"
-    epoch = "-" if run.epoch is None else f"{run.epoch}" + (f"/{run.epochs}" if run.epochs else "")
-    acc = _num(run.val_acc, ".3f")
+    epoch = "-" if run.epoch is None else fraction(run.epoch, run.epochs or None, FIGURE_WIDTHS["epoch"])
+    acc = _num(run.val_acc, "acc", ".3f")
     if run.search is not None and run.search.trials:  # a search: its trial count and best metric so far
         leader = run.search.leader()
-        epoch, acc = f"{len(run.search.trials)} tr", "-" if leader is None else _num(leader.best, ".3g")
+        best = None if leader is None else leader.best
+        epoch, acc = f"{len(run.search.trials)} tr", _num(best, "acc", ".3g")
     elif run.trials_summary is not None:  # an ended search whose log is not read (the run index's figures)
-        epoch, acc = f"{run.trials_summary[0]} tr", _num(run.trials_summary[1], ".3g")
+        epoch, acc = f"{run.trials_summary[0]} tr", _num(run.trials_summary[1], "acc", ".3g")
     elapsed = run.elapsed(now)
     return (
         ("● " if marked else "! " if run.problem else "") + label(run), status_text(run), strategy, epoch,
-        _num(run.loss, ".4g"), acc, _num(run.samples_per_s, ",.0f"),
+        _num(run.loss, "loss"), acc,
+        "-" if run.samples_per_s is None else count(run.samples_per_s, FIGURE_WIDTHS["rate"]),
         "-" if elapsed is None else duration(elapsed),
     )
 
@@ -142,18 +145,21 @@ def status_text(run: RunState) -> str:
     return status
 
 
-def _num(value: float | None, fmt: str) -> str:
-    return "-" if value is None else format(value, fmt)
+def _num(value: float | None, column: str, fmt: str = ".4g") -> str:
+    """A number for a column: `fmt` where it fits, fewer digits where not (`figure`)."""
+    return "-" if value is None else figure(value, FIGURE_WIDTHS[column], fmt)
 
 
 def duration(seconds: float) -> str:
-    """42s, 3m05s, 1h02m."""
+    """42s, 3m05s, 1h02m, 4d07h (past 99 hours: `123h04m` no longer fits its column)."""
     s = int(seconds)
     if s < 60:
         return f"{s}s"
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s < 100 * 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 def human_bytes(n: float) -> str:

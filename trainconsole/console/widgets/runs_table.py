@@ -69,6 +69,7 @@ class RunsTable(CellTable):
         self._with_host = False
         self.arrangement = Arrangement()
         self.read_only = False  # (said in the pane's title)
+        self._width = 0  # the table's width at its last resize
         self._add_columns()
 
     def on_mount(self) -> None:
@@ -99,9 +100,8 @@ class RunsTable(CellTable):
             self.clear(columns=True)
             self._add_columns()
             self._rebuild(rows, keep)
-            if self.size.width:
-                self._fit_run_column(self.size.width)
-        self._fit_status(rows)
+            self._refit()
+        self._fit_widths(rows)
         order = [run_id for run_id, _ in rows]
         if order != self._order:
             self._rebuild(rows)
@@ -225,25 +225,37 @@ class RunsTable(CellTable):
 
     # -- its columns' widths --------------------------------------------------------------------------
 
-    def _fit_status(self, rows: list[Row]) -> None:
-        """Widen the status column for a long status (`paused: disk full`), back when it is gone."""
-        width = max([WIDTHS["status"], *(len(cells[1]) for _, cells in rows)])
-        column = self.columns[ColumnKey("status")]
-        if column.width != width:
-            column.width = width
+    def _fit_widths(self, rows: list[Row]) -> None:
+        """Widen a fixed column to its widest cell shown (a long status `paused: disk full`, an epoch
+        `327/2000`), back when it is gone: a cell is never cut."""
+        widest = [max(map(len, column)) for column in zip(*(cells for _, cells in rows), strict=True)]
+        changed = False
+        for i, (key, _) in enumerate(self._columns()):
+            if key in WIDTHS:
+                width = max(WIDTHS[key], widest[i] if widest else 0)
+                column = self.columns[ColumnKey(key)]
+                changed |= column.width != width
+                column.width = width
+        if changed:
             self._require_update_dimensions = True
-            if self.size.width:
-                self._fit_run_column(self.size.width)
+            self._refit()
 
     def on_resize(self, event: events.Resize) -> None:
         """Give the run column whatever width the fixed columns leave."""
+        self._width = event.size.width
         self._fit_run_column(event.size.width)
+
+    def _refit(self) -> None:
+        """The run column again, in the width the last resize gave (`size` leaves out the scrollbar, which
+        `_fit_run_column` counts itself)."""
+        if self._width:
+            self._fit_run_column(self._width)
 
     def _fit_run_column(self, total: int) -> None:
         # The pane's border and a vertical scrollbar take two columns each.
-        status = self.columns[ColumnKey("status")].width - WIDTHS["status"]
+        widths = sum(self.columns[ColumnKey(key)].width for key in WIDTHS)
         host = HOST_WIDTH if self._with_host else 0
-        fixed = sum(WIDTHS.values()) + host + status + 2 * self.cell_padding * len(self._columns()) + 4
+        fixed = widths + host + 2 * self.cell_padding * len(self._columns()) + 4
         column = self.columns[ColumnKey("run")]
         width = max(12, total - fixed)
         if column.width != width:
