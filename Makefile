@@ -28,10 +28,12 @@ test: $(VENV)/.installed-dev
 	@{ command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null || { apt-get update -qq; apt-get install -y -qq slurm-wlm munge; } >/dev/null 2>&1 || echo "slurm-wlm or munge missing: the Slurm tests will be skipped"
 	@{ command -v slurmdbd && command -v mariadbd; } >/dev/null || { apt-get update -qq; apt-get install -y -qq slurmdbd mariadb-server; } >/dev/null 2>&1 || echo "slurmdbd or mariadb-server missing: the Slurm tests run without accounting"
 	$(VENV)/bin/ruff check trainconsole tests benchmarks
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -p no:cacheprovider --durations=30; rc=$$?; [ $$rc -eq 5 ] && { echo "no tests collected"; exit 1; }; exit $$rc
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check trainconsole tests benchmarks
+	$(VENV)/bin/lint-imports
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/overhead.py
