@@ -26,6 +26,7 @@ from trainconsole.protocol import EventWriter
 from trainconsole.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP
 
 from .formats import read
+from .inject._trainconsole_probe import R
 from .names import name
 from .probe_channel import ProbeChannel
 from .probe_events import ProbeFigures
@@ -128,24 +129,24 @@ class Measured:
         self._release(after=True)
 
     def _record(self, pid: int, record: dict[str, Any]) -> None:
-        kind, step = record.get("k"), int(record.get("step") or 0)
+        kind, step = record.get(R.KIND), int(record.get(R.AT) or 0)
         self.steps[pid] = max(self.steps.get(pid, 0), step)
-        if kind == "hello":
-            self.ranks[pid] = record.get("rank")
-        elif kind == "line" and record.get("s") in self.stamps:
-            self.stamps[record["s"]].append(Stamp(pid, record.get("h", ""), step, record.get("epoch"),
-                                                  record.get("ph", "train")))
-        elif kind == "step" and step and self.main is None and not self.text_only \
+        if kind == R.HELLO:
+            self.ranks[pid] = record.get(R.RANK)
+        elif kind == R.LINE and record.get(R.STREAM) in self.stamps:
+            self.stamps[record[R.STREAM]].append(Stamp(pid, record.get(R.TEXT_HEAD, ""), step,
+                                                       record.get(R.EPOCH), record.get(R.PHASE, "train")))
+        elif kind == R.STEP and step and self.main is None and not self.text_only \
                 and self.ranks.get(pid) in (None, "0"):
             self._take_over(pid)
-        elif kind == "nonfinite":
+        elif kind == R.NONFINITE:
             who = "" if pid == self.main else f" (process {pid}, rank {self.ranks.get(pid)})"
             self.figures.nonfinite(record, who if self.ranks.get(pid) not in (None, "0") else "")
-        elif kind == "exit" and self.main in (None, pid):
+        elif kind == R.EXIT and self.main in (None, pid):
             self.figures.exit = record
-        elif kind == "reports":  # the script reports these itself (`report()`): its figures are the ones
-            self.figures.own = set(record.get("names") or ())
-        if kind == "step" and pid == self.main:
+        elif kind == R.REPORTS:  # the script reports these itself (`report()`): its figures are the ones
+            self.figures.own = set(record.get(R.NAMES) or ())
+        if kind == R.STEP and pid == self.main:
             self.figures.record(record)
 
     def _take_over(self, pid: int) -> None:

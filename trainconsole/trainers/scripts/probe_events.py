@@ -13,7 +13,9 @@ from trainconsole.protocol import EventWriter
 from trainconsole.protocol.events import SOURCE_PROBE, STEP, WARNING
 from trainconsole.trainers.troubles.leaks import LeakWatch
 
+from .inject._trainconsole_probe import R
 from .line_events import LEAK_WARMUP_STEPS
+from .names import name
 from .tracebacks import hint
 
 MB = 1 << 20
@@ -35,52 +37,60 @@ class ProbeFigures:
 
     def record(self, rec: dict[str, Any]) -> None:
         """A `step` record: one `step` event when the step moved on."""
-        now, step = time.monotonic(), int(rec.get("step") or 0)
+        now, step = time.monotonic(), int(rec.get(R.AT) or 0)
         if step <= self.step:
             return
         fields: dict[str, Any] = {"step": step, "source": PROBE}
-        self.step, self.epoch = step, rec.get("epoch") or self.epoch
+        self.step, self.epoch = step, rec.get(R.EPOCH) or self.epoch
         if self.epoch:
             fields["epoch"] = self.epoch
         if self.epochs:
             fields["epochs"] = self.epochs
-        loss = rec.get("loss")
-        if isinstance(loss, (int, float)) and math.isfinite(loss) and "loss" not in self.own:
-            fields["loss"] = loss
-        lrs = rec.get("lr") if "lr" not in self.own else None
-        lrs = lrs or []
-        if lrs:
-            fields["lr"] = lrs[0]
-        if len(lrs) > 1:
-            fields["lrs"] = lrs
-        samples = int(rec.get("samples") or 0)
+        fields.update(self.losses(rec))
+        if "lr" not in self.own and _finite(rec.get(R.LR)):
+            fields["lr"] = rec[R.LR]
+            if len(rec.get(R.LRS) or ()) > 1:
+                fields["lrs"] = rec[R.LRS]
+        samples = int(rec.get(R.SAMPLES) or 0)
         if samples:
             fields["samples"] = samples
             if self.received:
                 fields["timing"] = {"samples_per_s": round(samples / max(now - self.received, 1e-6), 1)}
         self.received = now
-        mem = rec.get("mem")
+        mem = rec.get(R.MEM)
         self.writer.emit(STEP, **fields, **({"mem": mem} if mem else {}))
         leak = self.leaks.observe(step, mem) if mem else None
         if leak:
             self.writer.emit(WARNING, **leak)  # (its `source` names the memory figure: RSS, CUDA)
+
+    def losses(self, rec: dict[str, Any]) -> dict[str, float]:
+        """The record's losses as fields: `loss`, or each optimizer's under its name (`loss_D` -> `loss_d`,
+        as a printed `Loss_D` is named), but those the script reports itself and the non-finite ones."""
+        found = {name(k): v for k, v in (rec.get(R.NAMED) or {}).items()}
+        if R.LOSS in rec:
+            found["loss"] = rec[R.LOSS]
+        return {k: v for k, v in found.items() if _finite(v) and k not in self.own}
 
     def nonfinite(self, rec: dict[str, Any], who: str = "") -> None:
         """The first NaN/inf loss of the run, warned at its step with the explainer's hint."""
         if self.warned_nonfinite:
             return
         self.warned_nonfinite = True
-        step, loss = rec.get("step"), rec.get("loss")
+        step, loss = rec.get(R.AT), rec.get(R.LOSS)
         self.writer.emit(WARNING, code="nonfinite_loss", step=step, loss=loss, source=PROBE,
                          message=f"the loss became {loss} at step {step}{who}",
-                         hint=hint("loss is nan"), **({"epoch": rec["epoch"]} if rec.get("epoch") else {}))
+                         hint=hint("loss is nan"), **({"epoch": rec[R.EPOCH]} if rec.get(R.EPOCH) else {}))
 
     def failure(self) -> dict[str, Any]:
         """For the `failed` event: the step and memory when an exception ended the main process."""
         if not self.exit:
             return {}
-        step, mem = self.exit.get("step"), self.exit.get("mem") or {}
+        step, mem = self.exit.get(R.AT), self.exit.get(R.MEM) or {}
         said = [f"{d['device']} {d['allocated'] / MB:.0f} MB allocated (peak {d['peak'] / MB:.0f} MB)"
                 for d in mem.get("devices") or []]
         said.append(f"RSS {int(mem.get('rss') or 0) / MB:.0f} MB")
         return {"step": step, "mem": mem, "at": f"at step {step}: " + ", ".join(said)}
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
