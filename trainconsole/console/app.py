@@ -33,6 +33,8 @@ from trainconsole.console.screens.start_screen import StartScreen
 from trainconsole.console.typeahead import TypeAhead
 
 if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+
     from trainconsole.console.core.board import Board
     from trainconsole.console.core.notices import Notice
     from trainconsole.console.screens.main_screen import MainScreen
@@ -103,7 +105,7 @@ class TrainConsole(App[None]):
 
     def get_default_screen(self) -> StartScreen:
         """The first frame: the runs pane and the keys, as cheap as a minimal app (the dashboard follows)."""
-        return StartScreen()
+        return StartScreen(read_only=self.read_only)
 
     async def open_dashboard(self) -> None:
         """After the first frame (StartScreen calls it): the dashboard, its form filled from the demo."""
@@ -201,6 +203,12 @@ class TrainConsole(App[None]):
         """Once every run is read, bring the run index up to date (as `ls` does), so that the next start
         takes the ended runs' rows from it instead of reading every log (a home `ls` never listed)."""
         self.control.summaries()
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """A toast, its words as written, never read as markup (a widget's `notify` asks for markup): they
+        name extras (`pip install 'trainconsole[train]'` lost its `[train]`), paths and causes."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def _tell(self, found: list[Notice]) -> None:
         """A run ended or warns, seen live: a toast each (and the bell, if asked for)."""

@@ -39,6 +39,8 @@ KEYS = [
 #: metrics): hidden until the dashboard's first frame has selected a run, so that the first frame's footer
 #: has room for `q Quit`; the other keys that depend on the selection show dimmed until then.
 RARE_ACTIONS = ("stop_trial", "train_trial", "layer", "compare", "metric")
+#: Keys that change runs: a read-only console's footer leaves them out (they only say "refused" there).
+CHANGING_ACTIONS = ("launch", "stop", "kill", "resume", "stop_trial", "train_trial")
 
 
 #: Keys that move between panes and load or save the form (listed in `?`, not the footer).
@@ -70,6 +72,11 @@ WHY_NOT = {
 #: its own that the footer does not show: beside x and t, an 80-column footer has no room for `space Mark`
 #: and `q Quit`. The selection hides `mark` then, and this binding, after it, takes the key.
 MARK_SEARCH = Binding("space", "mark_search", "", show=False, system=True)
+#: A read-only console's changing keys, pressed anyway: the control layer says they are refused (their own
+#: bindings are hidden there, so these, after them, take the keys).
+REFUSED = [Binding(key, f"refused('{action}')", "", show=False, system=True)
+           for key, action in (("l,f5", "launch"), ("s", "stop"), ("k", "kill"), ("r", "resume"),
+                               ("x", "stop_trial"), ("t", "train_trial"))]
 WHY = [Binding(key, f"why_not('{action}')", "", show=False, system=True)
        for key, action in (("x", "stop_trial"), ("t", "train_trial"), ("h", "weights"), ("space", "mark"),
                            ("m", "metric"),

@@ -29,7 +29,17 @@ from trainconsole.console.core.selection import Selection
 from trainconsole.console.filters import FilterError
 from trainconsole.console.screens.frames import Frames
 from trainconsole.console.screens.help_screen import show_help
-from trainconsole.console.screens.keys import KEYS, MARK_SEARCH, PANE_KEYS, RANK, RARE_ACTIONS, WHY, WHY_NOT
+from trainconsole.console.screens.keys import (
+    CHANGING_ACTIONS,
+    KEYS,
+    MARK_SEARCH,
+    PANE_KEYS,
+    RANK,
+    RARE_ACTIONS,
+    REFUSED,
+    WHY,
+    WHY_NOT,
+)
 from trainconsole.console.screens.panes import Panes
 from trainconsole.console.screens.path_screen import PathScreen
 from trainconsole.console.screens.run_commands import RunCommands
@@ -60,7 +70,7 @@ class MainScreen(Screen[None]):
     """Lays the panes out for the terminal's size, puts each frame's `View` into them, and routes its keys:
     to the control layer, to its `Selection`, or to the pane that owns them."""
 
-    BINDINGS = [*KEYS, *PANE_KEYS, RANK, MARK_SEARCH, *WHY]
+    BINDINGS = [*KEYS, *PANE_KEYS, RANK, MARK_SEARCH, *REFUSED, *WHY]
 
     def __init__(self, config: Config, source: str, path: str, board: Board, control: Control,
                  clock: Callable[[], float]) -> None:
@@ -169,12 +179,25 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that fit the selection (`Selection.fits`), and `/` but in the form's fields (where it is
         typed). Before the first frame has selected a run, those that depend on it show dimmed, as on the
-        first screen (which of them fit is not known yet), but the rare ones are hidden."""
+        first screen (which of them fit is not known yet), but the rare ones are hidden. A read-only
+        console hides the keys that change runs (`refused`, bound after them, says so when pressed)."""
+        if action == "refused":
+            return self.control.read_only
+        if self.control.read_only and action in CHANGING_ACTIONS:
+            return False
         if self.frames.keys_for is None and action in SELECTION_ACTIONS:
             return False if action in RARE_ACTIONS else None
         if action == "filter":
             return not isinstance(self.focused, Input)
         return self.selection.fits(action, self.board)
+
+    def action_refused(self, action: str) -> None:
+        """A changing key in a read-only console: the control layer refuses it, in its words (x and t that
+        do not fit the selection say why not, as anywhere)."""
+        if not self.selection.fits(action, self.board):
+            self.action_why_not(action)
+        else:
+            getattr(self, f"action_{action}")()
 
     def action_why_not(self, action: str) -> None:
         """A key that cannot act on this selection: say why (the key itself did not run)."""

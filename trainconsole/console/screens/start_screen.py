@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from trainconsole.console.screens.keys import KEYS, RARE_ACTIONS
+from trainconsole.console.screens.keys import CHANGING_ACTIONS, KEYS, RARE_ACTIONS
 from trainconsole.console.widgets.runs_table import RunsTable
 
 #: In a browser tab, how long the first frame waits for the page's focus (and the footer's keys).
@@ -25,10 +25,16 @@ class StartScreen(Screen[None]):
     BINDINGS = KEYS
     _opening = False
 
+    def __init__(self, read_only: bool = False) -> None:
+        super().__init__()
+        self.read_only = read_only  # (its footer leaves out the keys that change runs)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The dashboard's keys show, dimmed, for the fraction of a second before the dashboard opens (but
-        those that fit only a few selections: at 120 columns they would push `q Quit` out)."""
-        return False if action in RARE_ACTIONS else None
+        those that fit only a few selections: at 120 columns they would push `q Quit` out; and, read-only,
+        those that change runs)."""
+        hidden = RARE_ACTIONS + (CHANGING_ACTIONS if self.read_only else ())
+        return False if action in hidden else None
 
     def compose(self) -> ComposeResult:
         """The runs table (no rows yet) and the footer."""
