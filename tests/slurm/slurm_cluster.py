@@ -1,4 +1,5 @@
-"""A real two-node Slurm on this machine, for the tests: munged, slurmctld and `slurmd -N n1` / `-N n2`.
+"""A real two-node Slurm on this machine, for the tests: munged, slurmctld and `slurmd -N n1` / `-N n2`,
+with accounting where slurmdbd and MariaDB are installed (a mariadbd of its own, slurmdbd over it: `sacct`).
 
 Everything lives in one temp directory (key, sockets, state, spool, logs, slurm.conf), so nothing
 system-wide is touched: the daemons run as root with options and a config of their own, the clients find
@@ -18,6 +19,8 @@ from pathlib import Path
 
 #: The Debian packages the cluster needs (`make test` installs them when missing).
 PACKAGES = ("slurm-wlm", "munge")
+#: What accounting needs (without them the cluster runs with none, as before).
+ACCOUNTING = ("slurmdbd", "mariadbd", "mariadb-install-db")
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel")
 NODES = ("n1", "n2")
 
@@ -51,6 +54,7 @@ class Cluster:
     root: Path
     conf: Path
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    accounting: bool = False
 
     @property
     def env(self) -> dict[str, str]:
@@ -79,21 +83,51 @@ class Cluster:
                          for p in sorted(self.root.glob("*.log")))
 
     def stop(self) -> None:
-        """End every daemon (TERM, then KILL after 10 s)."""
+        """End every daemon, the last started first (slurmdbd before its database; TERM, then KILL after
+        10 s)."""
         for proc in reversed(self.procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in reversed(self.procs):
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+            _end(proc)
+
+    def controller(self) -> subprocess.Popen[bytes]:
+        """The running slurmctld."""
+        return next(p for p in reversed(self.procs) if Path(str(p.args[0])).name == "slurmctld")
+
+    def stop_controller(self) -> None:
+        """End slurmctld (as in a failover or maintenance): every client then fails to reach it."""
+        _end(self.controller())
+
+    def start_controller(self) -> None:
+        """Start slurmctld again, from its saved state; wait until it answers."""
+        _daemon(self, list(self.controller().args))  # type: ignore[arg-type]
+        _wait_for(lambda: self.run("squeue", "-h", timeout=10).returncode == 0, 60, "slurmctld answering")
 
 
-def write_conf(root: Path) -> Path:
-    """slurm.conf for two one-CPU nodes on 127.0.0.1, each slurmd on a port of its own."""
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+def accounting_installed() -> bool:
+    """Whether slurmdbd and MariaDB are here (the cluster then keeps accounting)."""
+    return all(shutil.which(name) for name in ACCOUNTING)
+
+
+def write_conf(root: Path, dbd_port: int | None) -> Path:
+    """slurm.conf for two one-CPU nodes on 127.0.0.1, each slurmd on a port of its own; accounting
+    through slurmdbd on `dbd_port` (None: none)."""
     ctld, n1, n2 = free_ports(3)
+    accounting = ["JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none"]
+    if dbd_port is not None:
+        accounting = ["JobAcctGatherType=jobacct_gather/linux", "JobAcctGatherFrequency=task=2",
+                      "AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
+                      f"AccountingStoragePort={dbd_port}",
+                      # the clients' munge socket towards slurmdbd (AuthInfo serves only slurmctld's)
+                      f"AccountingStoragePass={root / 'munge.socket'}"]
     lines = [
         "ClusterName=tctest", "SlurmctldHost=localhost", f"SlurmctldPort={ctld}", f"SlurmdPort={n1}",
         "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge", "CredType=cred/munge",
@@ -103,9 +137,11 @@ def write_conf(root: Path) -> Path:
         f"SlurmctldLogFile={root / 'slurmctld.log'}", f"SlurmdLogFile={root / 'slurmd-%n.log'}",
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_CPU", "ReturnToService=2", "MpiDefault=none", "SwitchType=switch/none",
-        "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+        *accounting,
         # a cancelled job's processes get TERM, then KILL this many seconds later (default 30)
-        "KillWait=5", "InactiveLimit=0", "SlurmdTimeout=30", "MinJobAge=300",
+        "KillWait=5", "InactiveLimit=0", "SlurmdTimeout=30",
+        # with accounting, squeue forgets an ended job soon (sacct then says how it ended)
+        f"MinJobAge={300 if dbd_port is None else 30}",
         f"NodeName=n1 NodeAddr=127.0.0.1 Port={n1} CPUs=1 State=UNKNOWN",
         f"NodeName=n2 NodeAddr=127.0.0.1 Port={n2} CPUs=1 State=UNKNOWN",
         "PartitionName=debug Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP",
@@ -123,13 +159,16 @@ def start(root: Path) -> Cluster:
     key = root / "munge.key"
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
-    cluster = Cluster(root, write_conf(root))
+    dbd_port = free_ports(1)[0] if accounting_installed() else None
+    cluster = Cluster(root, write_conf(root, dbd_port), accounting=dbd_port is not None)
     munged = ["munged", "-F", "-f", f"--socket={root / 'munge.socket'}", f"--key-file={key}",
               f"--pid-file={root / 'munged.pid'}", f"--log-file={root / 'munged.log'}",
               f"--seed-file={root / 'munged.seed'}"]
     try:
         _daemon(cluster, munged)
         _wait_for(lambda: (root / "munge.socket").exists(), 10, "munged's socket")
+        if dbd_port is not None:
+            _start_accounting(cluster, dbd_port)
         _daemon(cluster, ["slurmctld", "-D", "-i", "-f", str(cluster.conf)])
         for node in NODES:
             _daemon(cluster, ["slurmd", "-D", "-f", str(cluster.conf), "-N", node])
@@ -138,6 +177,33 @@ def start(root: Path) -> Cluster:
         cluster.stop()
         raise
     return cluster
+
+
+def _start_accounting(cluster: Cluster, dbd_port: int) -> None:
+    """A MariaDB of the cluster's own (its data under `root/db`, loopback only) and slurmdbd over it."""
+    root = cluster.root
+    db_port = free_ports(1)[0]
+    done = subprocess.run(["mariadb-install-db", "--no-defaults", f"--datadir={root / 'db'}", "--user=root",
+                           "--auth-root-authentication-method=normal", "--skip-test-db"],
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError(f"the test Slurm: mariadb-install-db failed: {done.stderr[-2000:]}")
+    _daemon(cluster, ["mariadbd", "--no-defaults", f"--datadir={root / 'db'}", "--user=root",
+                      "--bind-address=127.0.0.1", f"--port={db_port}", f"--socket={root / 'db.sock'}",
+                      f"--pid-file={root / 'mariadbd.pid'}", f"--log-error={root / 'mariadbd.log'}",
+                      "--skip-grant-tables", "--innodb-buffer-pool-size=32M"])
+    _wait_for(lambda: (root / "db.sock").exists(), 60, "mariadbd's socket")
+    conf = root / "slurmdbd.conf"  # slurmdbd reads it beside SLURM_CONF
+    conf.write_text("\n".join([
+        "AuthType=auth/munge", f"AuthInfo=socket={root / 'munge.socket'}", "DbdHost=localhost",
+        f"DbdPort={dbd_port}", "SlurmUser=root", f"PidFile={root / 'slurmdbd.pid'}",
+        f"LogFile={root / 'slurmdbd.log'}", "StorageType=accounting_storage/mysql", "StorageHost=127.0.0.1",
+        f"StoragePort={db_port}", "StorageUser=root", "StorageLoc=slurm_acct_db"]) + "\n")
+    conf.chmod(0o600)
+    _daemon(cluster, ["slurmdbd", "-D"])
+    _wait_for(lambda: cluster.run("sacctmgr", "-n", "list", "cluster", timeout=10).returncode == 0, 60,
+              "slurmdbd answering")
+    cluster.run("sacctmgr", "-i", "add", "cluster", "tctest")
 
 
 def _daemon(cluster: Cluster, argv: list[str]) -> None:

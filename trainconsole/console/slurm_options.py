@@ -25,6 +25,25 @@ def add_options(cmd: argparse.ArgumentParser) -> None:
                        help="one more sbatch option, e.g. --sbatch-arg=--mem=8G (repeatable)")
 
 
+def add_resume_options(cmd: argparse.ArgumentParser) -> None:
+    """Add the `[slurm]` options a Slurm run may be resumed with (`resume ID --time 2:00:00`)."""
+    group = cmd.add_argument_group("Slurm", "a Slurm run's new job asks for these (its config keeps them)")
+    for flag in RESUME_OPTIONS:
+        key, kind = OPTIONS[flag]
+        group.add_argument(f"--{flag}", dest=f"slurm_{key}", type=kind, metavar=key.upper(),
+                           help=f"slurm.{key}")
+
+
+#: What a resumed Slurm run may change.
+RESUME_OPTIONS = ("time", "partition", "nodes", "qos", "account")
+
+
+def resume_sets(args: argparse.Namespace) -> list[str]:
+    """The `--set slurm.KEY=VALUE` overrides `resume` asks for."""
+    return [f"slurm.{OPTIONS[flag][0]}={json.dumps(getattr(args, f'slurm_{OPTIONS[flag][0]}'))}"
+            for flag in RESUME_OPTIONS if getattr(args, f"slurm_{OPTIONS[flag][0]}", None) is not None]
+
+
 def slurm_sets(args: argparse.Namespace) -> list[str]:
     """The `--set slurm.KEY=VALUE` overrides the command line asks for ([] without any Slurm option)."""
     sets = [f"slurm.{key}={json.dumps(getattr(args, f'slurm_{key}'))}" for key, _ in OPTIONS.values()

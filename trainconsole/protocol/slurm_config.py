@@ -62,7 +62,33 @@ def validate_slurm(values: Any) -> dict[str, Any]:
                for k, f in SLURM_SCHEMA.items()}
     for key, value in values.items():
         section[key] = checked("slurm", SLURM_SCHEMA, key, value)
+    check_signal(section)
     return section
+
+
+def time_limit_s(value: str) -> int | None:
+    """Seconds of a Slurm time limit (`90`, `1:30:00`, `2-12`...); None for none (empty, UNLIMITED)."""
+    if not value or not value[0].isdigit():
+        return None
+    days, _, clock = value.rpartition("-")
+    parts = [int(p) for p in clock.split(":")]
+    if days:  # D-HH[:MM[:SS]]
+        parts += [0] * (3 - len(parts))
+        return int(days) * 86400 + parts[0] * 3600 + parts[1] * 60 + parts[2]
+    if len(parts) == 1:  # minutes
+        return parts[0] * 60
+    weights = (60, 1) if len(parts) == 2 else (3600, 60, 1)
+    return sum(p * w for p, w in zip(parts, weights, strict=True))
+
+
+def check_signal(section: dict[str, Any]) -> None:
+    """The time-limit signal must come before the limit: a `signal_s` at or past it would stop the run
+    at its start (a run stopped after 30 s of a one-minute limit, told nothing)."""
+    limit = time_limit_s(section["time"])
+    if limit is not None and section["signal_s"] and section["signal_s"] >= limit:
+        raise ConfigError("slurm.signal_s", f"must be below the time limit (slurm.time = {section['time']}: "
+                          f"{limit} s): set it lower, or 0 for no signal before the limit",
+                          section["signal_s"])
 
 
 def check_with_strategy(config: dict[str, Any], search: bool = False) -> None:
