@@ -276,10 +276,18 @@ def check_checkpoint_file(name: str, path: str) -> None:
         raise ConfigError(name, "is not a PyTorch checkpoint (expected a file written by torch.save)", path)
 
 
+#: The built-in trainer's sections: a script run has none of them (its lr is the one its steps measured).
+TRAINER_SECTIONS = ("model", "data", "train")
+
+
 def dumps(config: Config) -> str:
-    """Write a config as TOML (the subset this schema uses: tables of scalars and lists)."""
+    """Write a config as TOML (the subset this schema uses: tables of scalars and lists); a script run's
+    holds only what it has, never the built-in trainer's defaults (`train.lr` would match `lr<0.1`)."""
+    script = bool((config.get("script") or {}).get("path"))
     lines: list[str] = []
     for section, values in config.items():
+        if script and section in TRAINER_SECTIONS:
+            continue
         lines.append(f"[{section}]")
         lines += [f"{k} = {toml_text(v)}" for k, v in values.items()]
         lines.append("")

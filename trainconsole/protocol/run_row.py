@@ -153,6 +153,8 @@ def _final(row: RunRow, e: Event, t: float) -> None:
     row.final, row.final_t = FINAL[e["type"]], t
     if e["type"] == FINISHED and is_num(e.get("best_val_acc")):  # the trainer's own word on its best
         row.best_val_acc = e["best_val_acc"]
+    if e["type"] == FINISHED and is_num(e.get(row.loss_key or "loss")):  # a script's last step's own loss
+        row.loss = e[row.loss_key or "loss"]
 
 
 _TAKES = {STARTED: _started, STEP: _step, EVAL: _eval, WARNING: _warning,

@@ -6,7 +6,6 @@ that memory, a warning at the step a loss first turned NaN or infinite, and what
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 from trainconsole.protocol import EventWriter
@@ -30,14 +29,17 @@ class ProbeFigures:
         self.leaks = LeakWatch(warmup_steps=LEAK_WARMUP_STEPS)
         self.step = 0  # the last step written
         self.epoch: int | None = None
-        self.received = 0.0  # when the last record came (samples/s between two)
+        self.trained, self.seconds = 0, 0.0  # the last record's (samples/s between two)
+        self.last: dict[str, float] = {}  # the last step's own losses, as fields (from the final record)
         self.warned_nonfinite = False
         self.exit: dict[str, Any] | None = None
         self.own: set[str] = set()  # the metrics the script reports itself: left out of the probe's events
 
     def record(self, rec: dict[str, Any]) -> None:
         """A `step` record: one `step` event when the step moved on."""
-        now, step = time.monotonic(), int(rec.get(R.AT) or 0)
+        step = int(rec.get(R.AT) or 0)
+        if rec.get(R.FINAL):
+            self.last = self.losses({R.NAMED: rec.get(R.LAST) or {}})
         if step <= self.step:
             return
         fields: dict[str, Any] = {"step": step, "source": PROBE}
@@ -51,17 +53,24 @@ class ProbeFigures:
             fields["lr"] = rec[R.LR]
             if len(rec.get(R.LRS) or ()) > 1:
                 fields["lrs"] = rec[R.LRS]
-        samples = int(rec.get(R.SAMPLES) or 0)
-        if samples:
-            fields["samples"] = samples
-            if self.received:
-                fields["timing"] = {"samples_per_s": round(samples / max(now - self.received, 1e-6), 1)}
-        self.received = now
+        fields.update(self.speed(rec))
         mem = rec.get(R.MEM)
         self.writer.emit(STEP, **fields, **({"mem": mem} if mem else {}))
         leak = self.leaks.observe(step, mem) if mem else None
         if leak:
             self.writer.emit(WARNING, **leak)  # (its `source` names the memory figure: RSS, CUDA)
+
+    def speed(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """The run's samples and seconds since its first step (their ratio the run's mean samples/s,
+        `protocol.rates`), and this record's rate (the plot's): as the built-in trainer's step events."""
+        trained, seconds = int(rec.get(R.TRAINED) or 0), float(rec.get(R.SECONDS) or 0.0)
+        if not trained or seconds <= 0:
+            return {}
+        fields: dict[str, Any] = {"samples": trained, "train_s": seconds}
+        if seconds > self.seconds and trained > self.trained:
+            fields["samples_per_s"] = round((trained - self.trained) / (seconds - self.seconds), 1)
+        self.trained, self.seconds = trained, seconds
+        return fields
 
     def losses(self, rec: dict[str, Any]) -> dict[str, float]:
         """The record's losses as fields: `loss`, or each optimizer's under its name (`loss_D` -> `loss_d`,

@@ -192,7 +192,8 @@ class ScriptRun:
             self.writer.emit("stopped", exit_code=code, step=events.step, **cpu_seconds())
         elif code == 0:
             best = {"best_val_acc": events.best_val_acc} if events.best_val_acc is not None else {}
-            self.writer.emit("finished", exit_code=0, step=events.step, **best, **cpu_seconds())
+            last = events.measured.figures.last if events.measured is not None else {}  # its last step's
+            self.writer.emit("finished", exit_code=0, step=events.step, **best, **last, **cpu_seconds())
         else:
             cause = events.watch.cause or _exit_cause(code, events.last_error)
             measured = events.measured.figures.failure() if events.measured is not None else {}

@@ -53,6 +53,9 @@ class R:
     # LRS: every group's of the first optimizer, in order)
     AT, EPOCH, BATCH, BATCHES, SAMPLES, MEM = "step", "epoch", "batch", "batches", "samples", "mem"
     LOSS, LOSSES, NAMED, LR, LRS, FINAL, BY_HAND = "loss", "losses", "named", "lr", "lrs", "final", "by_hand"
+    # (TRAINED: the samples since the first step, SECONDS: since it ended; LAST: the last step's own loss,
+    # by name as in NAMED, in the final record)
+    TRAINED, SECONDS, LAST = "trained", "seconds", "last"
     # line
     STREAM, TEXT_HEAD, PHASE = "s", "h", "ph"
     # exit, reports
@@ -80,12 +83,14 @@ class Channel:
 class Stepper:
     """One optimizer of the process: its steps, and the losses of the steps since the last record."""
 
-    __slots__ = ("optimizer", "steps", "loss_sum", "loss_n", "largest", "groups", "names", "var", "in_turn")
+    __slots__ = ("optimizer", "steps", "loss_sum", "loss_n", "last", "largest", "groups", "names", "var",
+                 "in_turn")
 
     def __init__(self, optimizer: Any, names: list[str]) -> None:
         self.optimizer, self.steps = optimizer, 0
         self.loss_sum: Any = 0.0  # the step losses since the last record (a tensor where they live on a GPU)
         self.loss_n = 0
+        self.last: Any = None  # its last step's own loss
         self.groups = len(optimizer.param_groups)
         self.largest = _largest_group(optimizer.param_groups)
         self.names = names  # the variables its first step's backward calls ran on
@@ -112,8 +117,8 @@ class State:
 
     __slots__ = ("pid", "channel", "step", "first", "last", "steppers", "several", "lr", "pending",
                  "pending_n", "naming", "names", "by_hand", "first_begun", "nonfinite", "scaled", "epoch",
-                 "epoch_start", "batches", "train_loader", "loader", "credited", "samples", "batch_samples",
-                 "read_batches", "eval_at", "open", "due", "ended")
+                 "epoch_start", "batches", "last_batch", "train_loader", "loader", "credited", "samples",
+                 "batch_samples", "trained", "began", "read_batches", "eval_at", "open", "due", "ended")
 
     def __init__(self, folder: str) -> None:
         self.pid = os.getpid()
@@ -133,10 +138,13 @@ class State:
         self.nonfinite = False
         self.scaled: tuple[int, Any] | None = None  # (id of GradScaler.scale's output, its scale)
         self.epoch, self.epoch_start, self.batches = 0, 0, None
+        self.last_batch = 0  # the samples of the training loader's smaller last batch (0: a whole one)
         self.train_loader: int | None = None
-        self.loader: tuple[int, int | None] | None = None  # the DataLoader iterated last, its length
+        self.loader: tuple[int, int | None, int] | None = None  # the DataLoader iterated last, its length,
+        # its last batch's samples
         self.credited = True  # the current iteration of it was counted as an epoch
         self.samples = 0  # since the last `step` record
+        self.trained, self.began = 0, 0.0  # the samples since the first step, and when it ended
         self.batch_samples = 0  # of the batch taken last (or the loader's batch size)
         self.read_batches = True  # the loader being iterated has no batch size: each batch's is read
         self.eval_at = -1  # the step at which a module last went into eval mode (evaluating until the next)
@@ -180,7 +188,7 @@ class Probe:
             opt = last if last is not None and last.optimizer is optimizer else self.stepper(st, optimizer)
             opt.steps += 1
             if st.pending_n:
-                opt.loss_sum, opt.loss_n = st.pending + opt.loss_sum, opt.loss_n + 1
+                opt.loss_sum, opt.loss_n, opt.last = st.pending + opt.loss_sum, opt.loss_n + 1, st.pending
                 st.pending, st.pending_n = 0.0, 0
             if st.naming:
                 st.names = []
@@ -198,7 +206,12 @@ class Probe:
             st.step = n
             if not st.credited:
                 self.new_epoch(st)
-            st.samples += st.batch_samples
+            batch = st.last_batch if st.last_batch and n - st.epoch_start == st.batches else st.batch_samples
+            st.samples += batch
+            if n > 1:  # the run's speed: the samples after the first step over the time since it ended
+                st.trained += batch
+            else:
+                st.began = monotonic()
             if st.naming:
                 st.naming = n < NAMING_STEPS
         elif not st.several or n < st.step:
@@ -226,11 +239,11 @@ class Probe:
     def new_epoch(self, st: State) -> None:
         """The DataLoader being iterated made a step: an epoch of the training loader begins."""
         st.credited = True
-        loader, length = st.loader or (None, None)
+        loader, length, last = st.loader or (None, None, 0)
         if st.train_loader is None:
             st.train_loader = loader
         if loader == st.train_loader:
-            st.epoch, st.epoch_start, st.batches = st.epoch + 1, st.step - 1, length
+            st.epoch, st.epoch_start, st.batches, st.last_batch = st.epoch + 1, st.step - 1, length, last
 
     def on_backward(self, tensor: Any, *args: Any, **kwargs: Any) -> None:
         """`tensor.backward(...)` on a scalar (no gradient given, or torch raises; or one element): its
@@ -277,7 +290,7 @@ class Probe:
         if st.pending_n and not st.first_begun:
             opt = st.steppers.get(0) or st.steppers.setdefault(0, Stepper(_NoOptimizer(), st.names))
             opt.steps += 1
-            opt.loss_sum, opt.loss_n = st.pending + opt.loss_sum, opt.loss_n + 1
+            opt.loss_sum, opt.loss_n, opt.last = st.pending + opt.loss_sum, opt.loss_n + 1, st.pending
             st.pending, st.pending_n, st.last = 0.0, 0, opt
             self.count(st, opt.steps)
 
@@ -294,7 +307,8 @@ class Probe:
         st.due = monotonic() + SEND_S
         record: dict[str, Any] = {R.KIND: R.STEP, R.AT: st.step, R.EPOCH: st.epoch or None,
                                   R.BATCH: st.step - st.epoch_start, R.BATCHES: st.batches,
-                                  R.SAMPLES: st.samples, R.MEM: self.memory()}
+                                  R.SAMPLES: st.samples, R.TRAINED: st.trained,
+                                  R.SECONDS: round(monotonic() - st.began, 6), R.MEM: self.memory()}
         record.update(self.losses(st))
         if st.first is not None and _number(st.lr):
             record[R.LR] = st.lr
@@ -303,7 +317,7 @@ class Probe:
         if st.by_hand:
             record[R.BY_HAND] = True
         if final:
-            record[R.FINAL] = True
+            record[R.FINAL], record[R.LAST] = True, self.last_losses(st)
         st.samples = 0
         st.channel.send(record)
 
@@ -321,6 +335,14 @@ class Probe:
         n = sum(opt.loss_n for opt in stepped)
         total = sum([opt.loss_n * opt.mean_loss() for opt in stepped])
         return {R.LOSS: self.checked(st, total / n), R.LOSSES: n}
+
+    def last_losses(self, st: State) -> dict[str, float]:
+        """The last step's own loss of each optimizer (by name where several step in turn, else `loss`)."""
+        every = list(st.steppers.values())
+        if st.several:
+            return {label: float(opt.last) for opt, label in zip(every, _labels(every, every), strict=True)
+                    if opt.last is not None}
+        return {R.LOSS: float(st.last.last)} if st.last is not None and st.last.last is not None else {}
 
     def checked(self, st: State, loss: float) -> float:
         """LOSS, warned of where it is the first non-finite one (a GPU loss is read only now)."""
@@ -344,9 +366,9 @@ class Probe:
             length = len(loader)
         except TypeError:  # an IterableDataset without a length
             length = None
-        st.loader, st.credited = (id(loader), length), False
         size = getattr(loader, "batch_size", None)  # a DataLoader's batches are of it (but its last one)
         st.read_batches = not (type(size) is int and size > 0)
+        st.loader, st.credited = (id(loader), length, 0 if st.read_batches else _last_batch(loader)), False
         if not st.read_batches:
             st.batch_samples = size
 
@@ -396,6 +418,14 @@ class _NoOptimizer:
     """The optimizer of a hand-written update: no param groups, no lr."""
 
     param_groups: list[dict[str, Any]] = [{}]
+
+
+def _last_batch(loader: Any) -> int:
+    """The samples of a DataLoader's smaller last batch (0: its last batch is whole, or dropped)."""
+    try:
+        return 0 if loader.drop_last else len(loader.sampler) % loader.batch_size
+    except (AttributeError, TypeError):  # a sampler without a length
+        return 0
 
 
 def _largest_group(groups: list[dict[str, Any]]) -> int:
