@@ -7,7 +7,7 @@ import os
 import tomllib
 from typing import Any
 
-from . import machine, script_fields, slurm_config
+from . import machine, places, script_fields
 from .config_error import ConfigError, toml_text
 from .config_field import Field, checked
 from .config_file import read
@@ -190,8 +190,9 @@ def validate(raw: dict[str, Any], here: bool = True, search: bool = False) -> Co
     for section, values in raw.items():
         if section == "tune":  # a tune run's own section (tune_config.py checks it); a plain run ignores it
             continue
-        if section == "slurm":  # only a run sent to Slurm has one (slurm_config.py)
-            config["slurm"] = slurm_config.validate_slurm(values)
+        place = places.with_section(section)
+        if place is not None:  # a place's own section (`[slurm]`: only a run sent there has one)
+            config[section] = place.check_section(values)
             continue
         if section not in SCHEMA:
             raise ConfigError(section, "unknown section; allowed: " + ", ".join(SCHEMA))
@@ -200,9 +201,8 @@ def validate(raw: dict[str, Any], here: bool = True, search: bool = False) -> Co
         for key, value in values.items():
             config[section][key] = checked(section, SCHEMA[section], key, value)
     _check_together(config)
-    if "slurm" in config:
-        slurm_config.check_with_strategy(config, search)
-        here = here and not slurm_config.submitted(config)  # its devices are its nodes', checked there
+    for place in places.asked_by(config):  # a place's devices may be its nodes', checked there
+        here = place.check_config(config, search) and here
     if here and not config["strategy"]["ray_address"]:  # on a Ray cluster, the ranks' devices are its nodes'
         check_devices(config["strategy"])
     return config

@@ -57,6 +57,15 @@ class Place:
         None (nothing to say, as for a plain process: it is `lost`)."""
         return None
 
+    def check_section(self, values: Any) -> dict[str, Any]:
+        """The place's config section checked and filled with defaults (ConfigError names the key)."""
+        raise NotImplementedError
+
+    def check_config(self, config: Info, search: bool) -> bool:
+        """Check the whole config for this place (ConfigError); whether the run's devices are this
+        host's, to be checked here (False: they are its nodes', checked where it runs)."""
+        return True
+
     def reason(self, info: Info) -> str:
         """Why the run waits, in the place's words ("" when it does not wait, or the place says none)."""
         return ""
@@ -138,6 +147,17 @@ def for_config(config: Info) -> Place:
         if entry.section is not None and entry.section in config and named(entry.name).takes(config):
             return named(entry.name)
     return named("local")
+
+
+def with_section(section: str) -> Place | None:
+    """The place whose config section this is (None: no place's)."""
+    entry = next((e for e in reversed(_REGISTERED) if e.section == section), None)
+    return None if entry is None else named(entry.name)
+
+
+def asked_by(config: Info) -> list[Place]:
+    """The places whose sections the config has."""
+    return [named(e.name) for e in reversed(_REGISTERED) if e.section is not None and e.section in config]
 
 
 def alive(run_path: str | os.PathLike[str], info: Info, now: float | None = None) -> bool | None:

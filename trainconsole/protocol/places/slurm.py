@@ -129,7 +129,7 @@ class Scheduler:
 
     def _refresh(self) -> None:
         down = self.unreachable
-        out = None if down and controller_refuses() else \
+        out = None if controller_refuses() else \
             _client("squeue", "-h", "--me", "--states=all", "-o", SQUEUE_FORMAT,
                     timeout=DOWN_TIMEOUT_S if down else SQUEUE_TIMEOUT_S)
         self._at = time.time()
@@ -268,6 +268,8 @@ def alive(run_path: str | os.PathLike[str], info: dict[str, Any], process_rule: 
         young = time.time() - float(info["slurm"].get("submitted_at") or 0.0) < 3 * poll_s() + 10
         return None if young else False
     if found.pending:
+        if ended(info) and started_here(info) and not stop_asked(info):
+            back_in_queue(Path(run_path), found)  # requeued (scontrol requeue, a node's failure)
         return True
     if not started_here(info):
         if found.running or requeuing(info):
@@ -313,8 +315,8 @@ def row_fields(info: dict[str, Any], status: str, events: list[Event]) -> dict[s
            "unreachable_since": SCHEDULER.unreachable_since}
     if status == "queued":
         out["reason"] = reason(info) or "starting"  # (Slurm says "None" until it first schedules)
-    if status == "queued" and requeuing(info):
-        out["reason"] = "requeued (BeginTime)"
+    if status == "queued" and (slurm.get("requeued_at") or 0) >= (info.get("started_at") or 0) > 0:
+        out["reason"] = f"requeued ({live.reason if live and live.reason != 'None' else 'BeginTime'})"
     ended = next((e for e in reversed(events) if e.get("type") in FINAL), None)
     if ended is not None and ended.get("slurm_state"):
         out["reason"] = f"{ended['slurm_state']}: {ended.get('cause')}"
@@ -323,6 +325,26 @@ def row_fields(info: dict[str, Any], status: str, events: list[Event]) -> dict[s
     elif ended is not None and ended.get("type") == "stopped" and time_limit_stop(info):
         out["reason"] = "time limit near"
     return out
+
+
+def back_in_queue(path: Path, found: Job) -> None:
+    """A job Slurm put back in the queue after its run ended (`stopped` by Slurm's TERM): the run waits
+    again (`queued: requeued`) until the job's next start records it, never `stopped` meanwhile. Taken
+    only when the run's lifecycle lock is free, as `settle`."""
+    fd = os.open(path / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        run = RunDir(path)
+        info = run.read_info()
+        if job_of(info) == found.job_id and ended(info) and not stop_asked(info):
+            now = time.time()
+            run.write_info({**info, "queued": True, "dequeued_at": None, "started_at": now, "pid": None,
+                            "pid_started": None, "ended_at": None,
+                            "slurm": {**info["slurm"], "requeued_at": now}})
+    except OSError:
+        return  # a lifecycle action holds the run: it says the last word
+    finally:
+        os.close(fd)
 
 
 def time_limit_stop(info: dict[str, Any]) -> bool:
@@ -367,14 +389,14 @@ def _settle_locked(path: Path, found: Job) -> str | None:
     ending = found.ending or SCHEDULER.ending(found.job_id)
     status = slurm_end.status_of(found.state)
     said = slurm_said(path, found.job_id)
-    facts = {"slurm_said": said} if said else {}
+    facts = {"slurm_state": found.state, "slurm_reason": found.reason, "job_id": found.job_id,
+             **({"slurm_said": said} if said else {})}
     if ending is not None:  # accounting's record: exit code, signal, elapsed, peak memory
         cause, hint = slurm_end.cause(ending, _failed_nodes(ending)), slurm_end.hint(ending)
         facts |= ending.record()
     else:
         cause, hint = _squeue_words(found, said)
-    record_end(RunDir(path), status, cause=cause, hint=hint, slurm_state=found.state,
-               slurm_reason=found.reason, job_id=found.job_id, **facts)
+    record_end(RunDir(path), status, cause=cause, hint=hint, **facts)
     return status
 
 
@@ -472,6 +494,19 @@ class Slurm(Place):
         from ..slurm_config import submitted
 
         return submitted(config)
+
+    def check_section(self, values: Any) -> dict[str, Any]:
+        """`[slurm]`, checked (`slurm_config`)."""
+        from ..slurm_config import validate_slurm
+
+        return validate_slurm(values)
+
+    def check_config(self, config: Info, search: bool) -> bool:
+        """[slurm] with the strategy; a submitted run's devices are its nodes'."""
+        from ..slurm_config import check_with_strategy, submitted
+
+        check_with_strategy(config, search)
+        return not submitted(config)
 
     def alive(self, run_path: str | os.PathLike[str], info: Info, now: float | None = None) -> bool | None:
         """By its job while the job has a say (None while just submitted), else as a plain process."""
