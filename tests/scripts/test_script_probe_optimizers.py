@@ -92,3 +92,13 @@ def test_a_hand_written_update_is_a_step(runs: dict[str, Any]) -> None:
     steps = probed(got)
     assert steps[-1]["step"] == own["steps"][-1] == 30 == got[-1]["step"]
     assert [e["loss"] for e in steps] == pytest.approx(window_means(steps, own, "loss"))
+    printed = [e for e in got if e["type"] == "step" and e.get("source") == "text"]  # `9 0.53`: t, loss
+    loss_of = {s: own["losses"][s - 1]["loss"] for s in own["steps"]}
+    assert [(e["step"], e["loss"]) for e in printed] == [(s, pytest.approx(loss_of[s])) for s in (10, 20, 30)]
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_one_series_in_step_order(runs: dict[str, Any], shape: str) -> None:
+    got, _ = runs[shape]  # a printed line joins the step it was printed at: never a step event going back
+    steps = [e["step"] for e in got if e["type"] == "step"]
+    assert steps == sorted(steps) and len(steps) > 2

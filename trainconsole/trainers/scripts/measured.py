@@ -13,6 +13,7 @@ readers read everything as before.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -33,6 +34,8 @@ from .probe_events import ProbeFigures
 
 #: How long lines before any optimizer step wait for one before the text readers take them.
 EARLY_S = 60.0
+#: How long a step record waits at most for the lines printed before it (their text still in the pipe).
+HOLD_S = 2.0
 #: How many of a stream's stamps a line is looked for among (oldest first).
 WINDOW = 64
 HEAD = 80
@@ -40,6 +43,8 @@ TORN_HEAD = 16
 SPLITS = ("train_", "val_", "test_", "eval_")
 TRAIN_SPLIT = re.compile(r"\btrain(?:ing)?\b", re.IGNORECASE)
 EVAL_SPLIT = re.compile(r"\b(?:val|valid|validation|test|dev)\b", re.IGNORECASE)
+#: A line of a position and a number alone, printed while training (`99 0.53`): the loss at that step.
+POSITION_LOSS = re.compile(r"^\s*\d+\s+([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 #: The probe's names of the two streams.
 STREAMS = {"stdout": "o", "stderr": "e"}
 
@@ -68,6 +73,8 @@ class Measured:
         self.stamps: dict[str, deque[Stamp]] = {"o": deque(maxlen=4096), "e": deque(maxlen=4096)}
         self.main: int | None = None
         self.held: list[tuple[str, Stamp]] = []  # the main process's lines, waiting for a later step
+        # the main process's step records (when they came), waiting for the lines printed before them
+        self.waiting: deque[tuple[float, dict[str, Any]]] = deque()
         self.torn: dict[str, str] = {}  # per stream, a torn line's first part, waiting for its newline
         self.early: list[tuple[str, str, Stamp]] = []  # (stream, text, stamp) before any step
         self.early_since = 0.0
@@ -86,6 +93,7 @@ class Measured:
             self._record(pid, record)
         if self.main is not None:
             self._release(after=False)
+            self._flush_ready()
         elif self.early and time.monotonic() - self.early_since > EARLY_S:
             self._text_only()
 
@@ -126,6 +134,7 @@ class Measured:
             self._text_only()
             return
         self._release(after=False)
+        self._flush(math.inf)
         self._release(after=True)
 
     def _record(self, pid: int, record: dict[str, Any]) -> None:
@@ -147,13 +156,16 @@ class Measured:
         elif kind == R.REPORTS:  # the script reports these itself (`report()`): its figures are the ones
             self.figures.own = set(record.get(R.NAMES) or ())
         if kind == R.STEP and pid == self.main:
-            self.figures.record(record)
+            self.waiting.append((time.monotonic(), record))
 
     def _take_over(self, pid: int) -> None:
-        """PID made the run's first step: its earlier evaluations are at step 0, other early lines go."""
+        """PID made the run's first step: its earlier evaluations are at step 0, its lines printed since a
+        step (before its first record came) are held as any, other early lines go."""
         self.main = pid
         for _, line, stamp in self.early:
-            if stamp.pid == pid and stamp.phase == "eval":
+            if stamp.pid == pid and stamp.step:
+                self.held.append((line, stamp))
+            elif stamp.pid == pid and stamp.phase == "eval":
                 self._emit(line, stamp, after=False)
         self.early = []
 
@@ -207,10 +219,28 @@ class Measured:
             self.evaluated = self.evaluated or result
             self._emit(line, stamp, result)
 
+    def _flush(self, upto: float) -> None:
+        """Write the step records up to step UPTO (and those held HOLD_S): a printed line joins the step it
+        was printed at, after its record, and the log's steps never go back."""
+        stale = time.monotonic() - HOLD_S
+        while self.waiting and (int(self.waiting[0][1].get(R.AT) or 0) <= upto or self.waiting[0][0] < stale):
+            self.figures.record(self.waiting.popleft()[1])
+
+    def _flush_ready(self) -> None:
+        """Write the step records no line still to come was printed before: up to the step of the oldest
+        line of the main process not yet written (held, or stamped with its text still in the pipe)."""
+        if self.waiting:
+            stamped = (s.step for stamps in self.stamps.values() for s in stamps if s.pid == self.main)
+            self._flush(min((*(s.step for _, s in self.held), *stamped), default=math.inf))
+
     def _emit(self, line: str, stamp: Stamp, after: bool) -> None:
         """A line's metrics at its stamp: a step's, an evaluation's, or (AFTER training) a result."""
+        self._flush(stamp.step)
         evaluating = stamp.phase == "eval"
         parsed = read(line, self.patterns, evaluating, trained=after)
+        pair = None if parsed.metrics or after else POSITION_LOSS.match(line)
+        if pair:  # `99 0.53` (a hand-written update's `print(t, loss.item())`): the probe has the step
+            parsed.step["loss"] = float(pair.group(1))
         epoch = stamp.epoch or parsed.where.epoch  # printed, where no DataLoader gave the probe one
         where = {"step": stamp.step, **({"epoch": epoch} if epoch is not None else {}), "source": SOURCE_TEXT}
         timing = {"timing": parsed.timing} if parsed.timing else {}
