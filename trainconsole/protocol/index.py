@@ -34,6 +34,8 @@ from .rundir import RunDir, epochs_in
 
 #: The bytes at the end of a log read whole (`events.tail`'s): the rest is searched (`scan`).
 TAIL_BYTES = 64 << 10
+#: Runs to derive per process before a listing shares the work among processes (`derive`).
+POOL_FROM = 400
 #: Seconds after its last change before a run's summary is kept (see `settled`).
 SETTLE_S = 2.0
 ROW_FIELDS = ("id", "name", "kind", "strategy", "pid", "host", "started_at", "ended_at")
@@ -166,7 +168,7 @@ def scan(path: Path) -> tuple[dict[str, Any], list[Event], list[Event]]:
     if cut > 0:  # as `events.tail`: from after the next newline (its first line may be cut)
         cut = data.find(b"\n", cut) + 1 or len(data)
     end = data.rfind(b"\n")
-    events = [e for e in map(_event, data[cut:max(end, cut)].split(b"\n")) if e is not None]
+    events = _events(data[cut:max(end, cut)])
     rate = MeanRate()
     for event in events:
         rate.add(event)
@@ -202,6 +204,19 @@ def _lines_with(data: bytes, needles: tuple[bytes, ...]) -> list[bytes]:
         if end >= 0:
             lines.append(data[start:end])
     return lines
+
+
+def _events(data: bytes) -> list[Event]:
+    """The events of whole lines: one parse of them all as a JSON array (a tail's thousand lines cost a
+    third of a parse each); a garbled line sends them down the slow path, one by one."""
+    lines = [line for line in data.split(b"\n") if line.strip()]
+    try:
+        batch = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        batch = []
+    if len(batch) != len(lines):  # (a line of two objects, `{..},{..}`, is no event: as one by one)
+        return [e for e in map(_event, lines) if e is not None]
+    return [e for e in batch if isinstance(e, dict) and "type" in e]
 
 
 def _event(line: bytes) -> Event | None:
@@ -294,13 +309,12 @@ def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None)
     paths = _run_paths(home) if runs is None else [os.fspath(r.path) for r in runs]
     kept: dict[str, Summary] = {} if every else dict(old)
     out: list[Summary] = []
+    derived = derive([p for p in paths if not _still_true(old.get(p.rpartition("/")[2]), p)], status_of)
     for path in paths:
         run_id = path.rpartition("/")[2]
-        summary, key = old.get(run_id), fingerprint(path)
-        if summary is None or not key or summary.key != key:
-            if not os.path.exists(path + "/run.json"):
-                continue  # not a run (yet): a directory being created
-            summary = summarize(RunDir(path), status_of)
+        summary = derived[path] if path in derived else old[run_id]
+        if summary is None:
+            continue  # not a run (yet): a directory being created
         kept.pop(run_id, None)
         if summary is old.get(run_id) or keeps(summary):
             kept[run_id] = summary
@@ -308,6 +322,48 @@ def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None)
     if kept.keys() != old.keys() or any(kept[i] is not old.get(i) for i in kept):
         index.save(kept)
     return out
+
+
+def _still_true(summary: Summary | None, path: str) -> bool:
+    """Whether an index entry still holds for the run at `path` (its fingerprint matches)."""
+    if summary is None:
+        return False
+    key = fingerprint(path)
+    return bool(key) and summary.key == key
+
+
+def derive(paths: list[str], status_of: StatusOf) -> dict[str, Summary | None]:
+    """Each run's summary derived now (None: not a run yet, no run.json); many runs (POOL_FROM) are
+    shared among a pool of processes, one per core: the first listing of a big home is CPU-bound."""
+    workers = min(os.cpu_count() or 1, len(paths) // POOL_FROM)
+    if workers < 2 or not _picklable(status_of):
+        return {path: _derived(path, status_of) for path in paths}
+    import multiprocessing  # (here: a listing that derives few runs never pays for it)
+    import threading
+
+    # fork is the cheapest start, but a process with threads (the console) may hold a lock a fork copies
+    start = "fork" if threading.active_count() == 1 else "spawn"
+    with multiprocessing.get_context(start).Pool(workers) as pool:
+        chunk = max(1, len(paths) // (workers * 8))  # small enough that a core left idle is soon fed
+        found = pool.map(functools.partial(_derived, status_of=status_of), paths, chunksize=chunk)
+    return dict(zip(paths, found, strict=True))
+
+
+def _derived(path: str, status_of: StatusOf) -> Summary | None:
+    if not os.path.exists(path + "/run.json"):
+        return None
+    return summarize(RunDir(path), status_of)
+
+
+def _picklable(status_of: StatusOf) -> bool:
+    """A status function a pool's process can be handed (a module's function; not a test's lambda)."""
+    import pickle
+
+    try:
+        pickle.dumps(status_of)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return False
+    return True
 
 
 def keeps(summary: Summary) -> bool:
