@@ -65,9 +65,10 @@ def test_a_trial_by_number_or_id_and_bad_names_are_one_line(home: Path) -> None:
     out = cli("stop-trial", "nothing-like-it", "1")
     assert out.returncode == 2 and "error: id: no run matches" in out.stderr
     assert not protocol.trial_stops_requested(home / "runs" / SEARCH)
-    for name in ("#1", "ab12_00001"):
-        assert cli("stop-trial", SEARCH, name).returncode == 0
-    assert protocol.trial_stops_requested(home / "runs" / SEARCH) == {"ab12_00001"}
+    for name in ("#1", "ab12_00001"):  # named right, but its search has finished: nothing to stop
+        out = cli("stop-trial", SEARCH, name)
+        assert out.returncode == 2 and "is finished" in out.stderr, out.stderr
+    assert not protocol.trial_stops_requested(home / "runs" / SEARCH)
 
 
 def test_trial_commands_on_a_run_that_is_no_search_name_the_id(home: Path, tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ async def test_a_missing_extra_is_named_whole_in_the_toast(fixture_home: Path,
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         await pilot.press("l")
-        shown = await until(pilot, lambda: [t for t in toasts(app) if "extra" in t], 10, "the refusal's toast")
+        shown = await until(pilot, lambda: [t for t in toasts(app) if "extra" in t], 10, "the toast")
         assert "pip install 'trainconsole[train]'" in shown[0], shown
 
 

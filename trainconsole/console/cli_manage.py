@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from trainconsole.protocol.meta import tags_of
-from trainconsole.protocol.run_row import ENDED
+from trainconsole.protocol.run_row import ENDED, LIVE
 
 from . import export
 from .cli_runs import control, fail, find_run, matching, picked
@@ -54,8 +54,19 @@ def cmd_ls(args: argparse.Namespace) -> int:
         print(ls_csv([s.row for s in found]), end="")
         return 0
     print(render.json_rows([s.row_text for s in found])
-          if args.json else render.table([s.row for s in found]))
+          if args.json else render.table([s.row for s in found], empty_ls(args)))
     return 0
+
+
+def empty_ls(args: argparse.Namespace) -> str:
+    """What `ls` says when it lists nothing: of the trash, of a filter, or of a home with no runs."""
+    from . import cli_render as render
+
+    if args.trash:
+        return "the trash is empty"
+    if args.filter and control().all_runs():
+        return f"no run matches the filter {args.filter!r}"
+    return render.NO_RUNS
 
 
 def add_parsers(sub: Any) -> None:
@@ -132,7 +143,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def _prunable(row: dict[str, Any], wanted: list[str], cutoff: float, named: bool) -> bool:
-    if named and row["status"] in ("running", "queued"):
+    if named and row["status"] in LIVE:
         return True  # named outright: Control refuses it with its reason
     ended = row.get("ended_at") or row.get("started_at") or 0.0
     return row["status"] in wanted and ended <= cutoff

@@ -16,14 +16,20 @@ COLUMNS = ("id", "status", "strategy", "epoch", "step", "loss", "val_acc", "samp
            "tags")
 
 
-def table(rows: list[dict[str, Any]]) -> str:
+#: What `ls` says when it lists no run (what it was asked for has none; the home may hold others).
+NO_RUNS = "no runs yet (start one with: trainconsole run --demo)"
+
+
+def table(rows: list[dict[str, Any]], empty: str = NO_RUNS) -> str:
     """The `ls` table: one line per run, columns padded to fit; a host column when the home holds runs
-    of more than one host."""
+    of more than one host. `empty` when there is no row."""
     if not rows:
-        return "no runs yet (start one with: trainconsole run --demo)"
+        return empty
     hosts = len({row.get("host") for row in rows if row.get("host")}) > 1
-    header = (*COLUMNS, "host") if hosts else COLUMNS
-    cells = [header] + [(*_cells(row), row.get("host") or "-") if hosts else _cells(row) for row in rows]
+    extra = [name for name, shown in (("host", hosts), ("slurm job", any(r.get("slurm") for r in rows)))
+             if shown]
+    header = (*COLUMNS, *extra)
+    cells = [header] + [(*_cells(row), *(_extra_cell(row, name) for name in extra)) for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells)
 
@@ -41,8 +47,32 @@ def _cells(row: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
+def _extra_cell(row: dict[str, Any], name: str) -> str:
+    return (row.get("host") or "-") if name == "host" else slurm_cell(row.get("slurm"))
+
+
+def slurm_cell(slurm: dict[str, Any] | None) -> str:
+    """A Slurm run's job as squeue shows it: id, partition, nodes, time limit and time left
+    (`12 debug n[1-2] 10:00 left 8:12`)."""
+    if not slurm:
+        return "-"
+    parts = [str(slurm.get("job_id") or "?"), slurm.get("partition") or "", slurm.get("nodes") or ""]
+    if slurm.get("time_limit"):
+        parts.append(f"limit {slurm['time_limit']}")
+    if slurm.get("time_left"):
+        parts.append(f"left {slurm['time_left']}")
+    return " ".join(p for p in parts if p)
+
+
 def status_cell(row: dict[str, Any]) -> str:
-    """The status, as the console's row shows it: `paused: disk full` for a run waiting for disk space."""
+    """The status, as the console's row shows it: `paused: disk full` for a run waiting for disk space;
+    a Slurm run's reason (`queued: Resources`), and a controller that does not answer."""
+    slurm = row.get("slurm") or {}
+    if slurm.get("unreachable_since"):  # as last known
+        since = time.strftime("%H:%M", time.localtime(slurm["unreachable_since"]))
+        return f"{row['status']} (Slurm not answering since {since})"
+    if slurm.get("reason") and row["status"] in ("queued", "killed", "failed", "stopped"):
+        return f"{row['status']}: {slurm['reason']}"
     if row.get("paused") and row["status"] == "running":
         return f"paused: {row['paused']}"
     return f"{row['status']}: {row['paused']}" if row.get("paused") else row["status"]
@@ -82,7 +112,8 @@ def describe(event: Event) -> str:
     stamp = time.strftime("%H:%M:%S", time.localtime(event.get("t", 0)))
     kind = event.get("type", "?")
     skip = {"v", "t", "run", "type", "mem", "traceback", "config", "layers"}
-    fields = " ".join(f"{k}={_short(v, k in WORDS)}" for k, v in event.items() if k not in skip)
+    fields = " ".join(f"{k}={_short(v, k in WORDS)}" for k, v in event.items()
+                      if k not in skip and v not in ("", None))  # (`hint=` with nothing after says nothing)
     if isinstance(event.get("layers"), dict):  # a histogram event: its bins are for the console's view
         fields += f" layers={len(event['layers'])}"
     return f"{stamp} {kind:<10} {fields}".rstrip()

@@ -32,10 +32,24 @@ def find_run(run_id: str) -> RunDir:
     """The run with this id (or a unique prefix or suffix of it); none: exit 2."""
     from trainconsole.protocol.rundir import quoted_id
 
-    run = control().find(run_id)
+    door = control()
+    run = door.find(run_id)
     if run is None:
-        fail(f"id: no run matches {quoted_id(run_id)} (see trainconsole ls)")
+        fail(ambiguous(door, run_id) or f"id: no run matches {quoted_id(run_id)} (see trainconsole ls)")
     return run
+
+
+def ambiguous(door: Control, run_id: str) -> str | None:
+    """The line for an id prefix or suffix that several runs share (`find` takes one only when a single
+    run has it), naming them; None when fewer do."""
+    from trainconsole.protocol.rundir import quoted_id
+
+    hits = [r.id for r in door.all_runs() if r.id.startswith(run_id) or r.id.endswith(run_id)]
+    if not run_id or len(hits) < 2:
+        return None
+    more = f", and {len(hits) - 3} more" if len(hits) > 3 else ""
+    return (f"id: {quoted_id(run_id)} is ambiguous: it begins or ends {len(hits)} runs' ids "
+            f"({', '.join(hits[:3])}{more}); give more of it")
 
 
 def matching(expr: str, found: list[RunDir] | None = None) -> list[Summary]:
