@@ -119,6 +119,8 @@ def _add_lifecycle(sub: Any) -> None:
     sub.add_parser("resume", help="resume a run").add_argument("id")
     sub.choices["resume"].add_argument("--epochs", type=positive_int, metavar="N",
                                        help="a finished training run: train on to N epochs in all")
+    sub.choices["resume"].add_argument("--wait", action="store_true",
+                                       help="block until it ends; exit 0 only on success")
     sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
                                      help="kill the run if it has not stopped after this long (default 30)")
     trials = sub.add_parser("trials", help="a search's trials ranked, with parameter importance")
@@ -253,16 +255,18 @@ def cmd_kill(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    """`resume ID`: continue a run that ended from its last checkpoint."""
+    """`resume ID [--wait]`: continue a run that ended from its last checkpoint; print its id; with --wait,
+    follow it to its new end (its earlier events not shown again)."""
     run = find_run(args.id)
+    before = len(control().events(run)) if args.wait else 0
     try:
         control().resume(run, epochs=args.epochs)
     except protocol.RunBusy as e:
         fail(str(e))
     except FileNotFoundError as e:
         fail(f"id: {e}")
-    print(run.id)
-    return 0
+    print(run.id, flush=True)
+    return follow(run, skip=before) if args.wait else 0
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

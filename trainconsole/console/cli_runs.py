@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from trainconsole.control import Control
-    from trainconsole.protocol import RunDir
+    from trainconsole.protocol import Event, RunDir
     from trainconsole.protocol.index import Summary
 
 USAGE_ERROR = 2
@@ -74,11 +74,20 @@ def picked(ids: list[str], expr: str) -> list[RunDir]:
     return list({r.id: r for r in found}.values())
 
 
-def follow(run: RunDir) -> int:
-    """`--wait`: show the run's progress until it ends; 0 only if it finished."""
+def follow(run: RunDir, skip: int = 0) -> int:
+    """`--wait`: show the run's progress until it ends, after its first `skip` events (a resumed run's
+    earlier ones); 0 only if it finished."""
     from . import cli_render
 
     progress = cli_render.Progress(sys.stderr)
-    state = control().wait(run, on_event=progress.show)
+    seen = 0
+
+    def show(event: Event) -> None:
+        nonlocal seen
+        seen += 1
+        if seen > skip:
+            progress.show(event)
+
+    state = control().wait(run, on_event=show)
     progress.close(state)
     return 0 if state == "finished" else 1
