@@ -284,10 +284,11 @@ class Probe:
         if self.state.by_hand:
             self.by_hand_off(self.state)
 
-    def on_update(self) -> None:
-        """An in-place add/sub while no optimizer steps: after a backward, the hand-written step."""
+    def on_update(self, tensor: Any, *args: Any, **kwargs: Any) -> None:
+        """An in-place add/sub while no optimizer steps: on a parameter (a leaf that requires grad, never a
+        BatchNorm's counter or an activation), after a backward, the hand-written step."""
         st = self.state
-        if st.pending_n and not st.first_begun:
+        if st.pending_n and not st.first_begun and tensor.is_leaf and tensor.requires_grad:
             opt = st.steppers.get(0) or st.steppers.setdefault(0, Stepper(_NoOptimizer(), st.names))
             opt.steps += 1
             opt.loss_sum, opt.loss_n, opt.last = st.pending + opt.loss_sum, opt.loss_n + 1, st.pending
@@ -568,7 +569,7 @@ UPDATES = ("__isub__", "__iadd__", "sub_", "add_")
 def _watch_updates(probe: Probe, torch: Any) -> None:
     """Each in-place add/sub tells the probe (until an optimizer steps)."""
     for attribute in UPDATES:
-        _wrap(torch.Tensor, attribute, lambda *a, **k: probe.on_update(), None)
+        _wrap(torch.Tensor, attribute, probe.on_update, None)
 
 
 def _unwatch_updates(torch: Any) -> None:

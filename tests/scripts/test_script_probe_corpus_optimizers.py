@@ -1,0 +1,78 @@
+"""Public scripts of the shapes the probe measures beyond one optimizer (fixtures/probe_corpus/: the
+originals' loops and format strings, real torch): pytorch/examples' DCGAN (two optimizers stepped in turn)
+and pytorch/tutorials' polynomial_autograd (no optimizer: a hand-written update). Every step, printed line
+and loss checked against what the script counted itself (`counters.py`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from processes import wait_for
+from script_helpers import EXE, FIXTURES
+from test_script_probe_corpus import from_text, own
+
+CORPUS = FIXTURES / "probe_corpus"
+SCRIPTS = ("pytorch_dcgan", "polynomial_autograd")
+ENDS = ("finished", "failed", "stopped", "killed")
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """Every script run at once; its events and its own counters, by name."""
+    root = tmp_path_factory.mktemp("probe_corpus_optimizers")
+    started = {}
+    for name in SCRIPTS:
+        cwd = root / name
+        cwd.mkdir()
+        env = {**os.environ, "TRAINCONSOLE_HOME": str(root / "home"), "COUNTERS": str(cwd / "c.json"),
+               "PYTHONPATH": str(CORPUS)}
+        out = subprocess.run([EXE, "run", "--script", str(CORPUS / f"{name}.py")], cwd=cwd, env=env,
+                             capture_output=True, text=True, timeout=120, check=True)
+        started[name] = (root / "home" / "runs" / out.stdout.split()[0] / "events.jsonl", cwd / "c.json")
+    return {name: (ended(log), json.loads(counted.read_text())) for name, (log, counted) in started.items()}
+
+
+def ended(path: Path) -> list[dict[str, Any]]:
+    wait_for(lambda: path.exists() and any(f'"type":"{k}"' in path.read_text() for k in ENDS), timeout=240,
+             what=f"{path.parent.name} to end")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def window_means(events: list[dict[str, Any]], losses: list[float]) -> list[float]:
+    """The script's own losses (one a step), averaged over each event's steps (since the previous one)."""
+    means, last = [], 0
+    for e in events:
+        means.append(sum(losses[last:e["step"]]) / (e["step"] - last))
+        last = e["step"]
+    return means
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_each_printed_line_at_the_step_the_script_made_in_order(runs: dict[str, Any], name: str) -> None:
+    got, counted = runs[name]
+    assert got[-1]["type"] == "finished" and got[-1]["step"] == counted["steps"]
+    assert from_text(got) == own(counted["printed"])
+    steps = [e["step"] for e in got if e["type"] == "step"]
+    assert steps == sorted(steps)  # one series, never a step event going back
+
+
+def test_dcgan_each_networks_loss_never_their_mean(runs: dict[str, Any]) -> None:
+    got, counted = runs["pytorch_dcgan"]
+    probed = [e for e in got if e["type"] == "step" and e["source"] == "probe"]
+    assert probed and all("loss" not in e for e in probed)
+    for key in ("loss_d", "loss_g"):  # optimizerD, optimizerG: the names the script prints (`Loss_D`)
+        assert [e[key] for e in probed] == pytest.approx(window_means(probed, counted[key]))
+
+
+def test_a_hand_written_update_counts_its_steps(runs: dict[str, Any]) -> None:
+    got, counted = runs["polynomial_autograd"]
+    probed = [e for e in got if e["type"] == "step" and e["source"] == "probe"]
+    assert counted["steps"] == 2000 == probed[-1]["step"]
+    assert [e["loss"] for e in probed] == pytest.approx(window_means(probed, counted["losses"]))
