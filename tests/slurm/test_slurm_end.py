@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from trainconsole.protocol.places import slurm_end
 
-TIMEOUT = """7|TIMEOUT|0:0|00:01:21||n1|None|00:01:00
-7.batch|CANCELLED|0:15|00:01:22|187340K|n1||
-7.extern|COMPLETED|0:0|00:01:21|0|n1||
+TIMEOUT = """7|TIMEOUT|0:0|00:01:21||n1|None|00:01:00|2026-11-28T04:10:00
+7.batch|CANCELLED|0:15|00:01:22|187340K|n1|||
+7.extern|COMPLETED|0:0|00:01:21|0|n1|||
 """
-KILLED_BY_SIGNAL = """9|FAILED|0:9|00:00:31||n2|NonZeroExitCode|00:10:00
-9.batch|FAILED|0:9|00:00:31|1.20G|n2||
+KILLED_BY_SIGNAL = """9|FAILED|0:9|00:00:31||n2|NonZeroExitCode|00:10:00|2026-11-28T04:10:00
+9.batch|FAILED|0:9|00:00:31|1.20G|n2|||
 """
-CANCELLED = "11|CANCELLED by 0|0:0|00:00:07||n1|None|UNLIMITED\n"
-OOM = """12|OUT_OF_MEMORY|0:125|00:00:05||n1|OutOfMemory|00:10:00
-12.batch|OUT_OF_MEMORY|0:125|00:00:05|512000K|n1||
+CANCELLED = "11|CANCELLED by 0|0:0|00:00:07||n1|None|UNLIMITED|2026-11-28T04:10:00\n"
+OOM = """12|OUT_OF_MEMORY|0:125|00:00:05||n1|OutOfMemory|00:10:00|2026-11-28T04:10:00
+12.batch|OUT_OF_MEMORY|0:125|00:00:05|512000K|n1|||
 """
 
 
@@ -33,6 +33,6 @@ def test_each_end_state_is_told_in_slurms_words_with_its_record() -> None:
     oom = slurm_end.parse_sacct("12", OOM)
     assert oom is not None
     assert slurm_end.cause(oom) == "out of memory: Slurm killed step 12.batch (OUT_OF_MEMORY)"
-    assert slurm_end.cause(slurm_end.parse_sacct("3", "3|NODE_FAIL|0:0|00:00:40||n[1-2]|None|10\n"),
-                           "n2") == "node n2 failed"
+    node_fail = slurm_end.parse_sacct("3", "3|NODE_FAIL|0:0|00:00:40||n[1-2]|None|10|2026-11-28T04:10:00\n")
+    assert node_fail is not None and slurm_end.cause(node_fail, "n2") == "node n2 failed"
     assert slurm_end.parse_sacct("8", TIMEOUT) is None

@@ -39,7 +39,16 @@ def test_slurm_refusals_are_one_line_in_its_words_and_leave_no_run(cluster: Clus
     assert no_sbatch.returncode == 2 and "no sbatch on the PATH" in no_sbatch.stderr
     bad_time = cli("run", DIGITS, "--slurm", "--time", "soon")
     assert bad_time.returncode == 2 and bad_time.stderr.count("\n") == 1 and "slurm.time" in bad_time.stderr
-    for done in (bad_partition, too_many_gpus, no_sbatch, bad_time):
+    # what the cluster cannot give, asked of sbatch --test-only: never a job that waits forever
+    three_nodes = cli("run", DIGITS, "--nodes", "3", "--set", 'strategy.name="ddp"')
+    assert three_nodes.returncode == 2
+    assert three_nodes.stderr.strip().endswith("Requested node configuration is not available")
+    signal_late = cli("run", DIGITS, "--time", "1")  # the default signal_s = 120 would stop it at once
+    assert signal_late.returncode == 2 and "slurm.signal_s: must be below" in signal_late.stderr
+    bogus = cli("run", DIGITS, "--slurm", "--sbatch-arg=--bogus")
+    assert bogus.returncode == 2 and "unrecognized option '--bogus'" in bogus.stderr  # sbatch's own line
+    for done in (bad_partition, too_many_gpus, no_sbatch, bad_time, three_nodes, signal_late, bogus):
+        assert done.stderr.count("\n") == 1, done.stderr
         assert "Traceback" not in done.stderr
     assert not list((home / "runs").iterdir())
     assert cluster.jobs() == []

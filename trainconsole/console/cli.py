@@ -121,6 +121,9 @@ def _add_lifecycle(sub: Any) -> None:
                                        help="a finished training run: train on to N epochs in all")
     sub.choices["resume"].add_argument("--wait", action="store_true",
                                        help="block until it ends; exit 0 only on success")
+    from .slurm_options import add_resume_options
+
+    add_resume_options(sub.choices["resume"])
     sub.choices["stop"].add_argument("--grace", type=float, default=30.0, metavar="SECONDS",
                                      help="kill the run if it has not stopped after this long (default 30)")
     trials = sub.add_parser("trials", help="a search's trials ranked, with parameter importance")
@@ -232,10 +235,24 @@ def cmd_stop(args: argparse.Namespace) -> int:
     if not args.grace >= 0:
         fail(f"--grace: must be a number of seconds >= 0 (got {args.grace})")
     with ThreadPoolExecutor(max_workers=len(found)) as pool:
-        states = list(pool.map(lambda run: door.stop(run, grace=args.grace), found))
+        states = list(pool.map(lambda run: _unless_unreachable(door.stop, run, grace=args.grace), found))
     for run, was, state in zip(found, before, states, strict=True):
-        print(f"{run.id} {state}" + ("" if was == "running" else " (was not running)"))
-    return 0
+        if isinstance(state, Exception):  # Slurm could not be reached: nothing done, nothing recorded
+            print(f"trainconsole: {run.id}: {state}", file=sys.stderr)
+        else:
+            print(f"{run.id} {state}" + ("" if was == "running" else " (was not running)"))
+    return 1 if any(isinstance(state, Exception) for state in states) else 0
+
+
+def _unless_unreachable(action: Any, run: Any, **kwargs: Any) -> Any:
+    """The action's result, or the SlurmError that kept it from being done (a Slurm run's controller
+    that does not answer, an scancel that failed)."""
+    from trainconsole.control.places.sbatch import SlurmError
+
+    try:
+        return action(run, **kwargs)
+    except SlurmError as e:
+        return e
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
@@ -245,8 +262,11 @@ def cmd_kill(args: argparse.Namespace) -> int:
     if not found:
         print("trainconsole: no run matches the filter", file=sys.stderr)
     for run in found:
-        survivors = door.kill(run)
-        if survivors:
+        survivors = _unless_unreachable(door.kill, run)
+        if isinstance(survivors, Exception):
+            print(f"trainconsole: {run.id}: {survivors}", file=sys.stderr)
+            failed = True
+        elif survivors:
             print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)
             failed = True
         else:
@@ -257,10 +277,12 @@ def cmd_kill(args: argparse.Namespace) -> int:
 def cmd_resume(args: argparse.Namespace) -> int:
     """`resume ID [--wait]`: continue a run that ended from its last checkpoint; print its id; with --wait,
     follow it to its new end (its earlier events not shown again)."""
+    from .slurm_options import resume_sets
+
     run = find_run(args.id)
     before = len(control().events(run)) if args.wait else 0
     try:
-        control().resume(run, epochs=args.epochs)
+        control().resume(run, epochs=args.epochs, slurm=resume_sets(args))
     except protocol.RunBusy as e:
         fail(str(e))
     except FileNotFoundError as e:

@@ -64,7 +64,7 @@ class Control:
         except SlurmError as e:  # sbatch's own words; nothing was left behind
             raise Refused(str(e)) from e
 
-    def resume(self, run: RunDir, epochs: int | None = None) -> RunDir:
+    def resume(self, run: RunDir, epochs: int | None = None, slurm: list[str] | None = None) -> RunDir:
         """Start a run that ended again from its last checkpoint (refused while it is alive, here or
         on another host; FileNotFoundError if a training run has no checkpoint). A finished run has
         nothing left to train: refused, unless `epochs` raises a training run's total (its config says so
@@ -88,7 +88,7 @@ class Control:
             loaded = tune_config.load_tune(run.config) if kind == "tune" else protocol.load(run.config)
             self._require_extras(loaded, kind)
         try:
-            return runs.resume(run, epochs=epochs)
+            return runs.resume(run, epochs=epochs, slurm=slurm)
         except protocol.RunBusy as e:  # `run ID is running on HOST`
             raise Refused(str(e)) from e
         except SlurmError as e:  # sbatch refused the new job: the run stays as it was

@@ -83,9 +83,10 @@ def launch(config: Config, name: str = "", root: Path | None = None, argv: list[
 EXITING_S = 30.0
 
 
-def resume(run: RunDir, epochs: int | None = None) -> RunDir:
+def resume(run: RunDir, epochs: int | None = None, slurm: list[str] | None = None) -> RunDir:
     """Start a stopped, failed, killed or lost run again from its `last.pt`; its event log continues
-    (with `epochs`, a training run's config is given that many epochs in all first).
+    (with `epochs`, a training run's config is given that many epochs in all first; with `slurm`, a
+    Slurm run's new options, `--set` style: `slurm.time="2:00:00"`).
 
     Raises RunBusy if the run's process is alive, here or on another host (another resume may have just
     started it); a run whose log already ends with its final event (a search's driver shutting Ray down)
@@ -103,6 +104,10 @@ def resume(run: RunDir, epochs: int | None = None) -> RunDir:
             config = protocol.load(run.config)
             config["train"]["epochs"] = epochs
             _write_atomic(run.config, protocol.dumps(config))
+        if slurm:
+            from .places.slurm import with_options
+
+            _write_atomic(run.config, protocol.dumps(with_options(run, slurm)))
         # where run.json places it: a Slurm run as a new job; a run of another host's resumes here
         placed.of(info).start(run, info, _command(run, info, resume=True), None, _ran_s(run, info))
     return run

@@ -37,8 +37,14 @@ def submit(run: RunDir, info: dict[str, Any], command: list[str], slurm: dict[st
     path = run.path / slurm_jobs.SCRIPT
     path.write_text(batch_script(run, info, command, slurm))
     path.chmod(0o700)
+    cwd = info.get("cwd") or os.getcwd()
+    # asked first without submitting: what the cluster cannot give (more nodes than the partition has)
+    # is refused now, in Slurm's words, rather than waiting in the queue forever
+    tried = _call(["sbatch", "--test-only", *slurm["sbatch_args"], str(path)], cwd=cwd)
+    if tried.returncode != 0:
+        raise SlurmError(f"slurm: sbatch refused the job: {_last_words(tried)}")
     argv = ["sbatch", "--parsable", *slurm["sbatch_args"], str(path)]
-    done = _call(argv, cwd=info.get("cwd") or os.getcwd())
+    done = _call(argv, cwd=cwd)
     job_id = done.stdout.strip().split(";")[0] if done.returncode == 0 else ""
     if not job_id.isdigit():
         raise SlurmError(f"slurm: sbatch refused the job: {_last_words(done)}")
@@ -141,6 +147,11 @@ def _call(argv: list[str], cwd: str | None = None, timeout: float = 60) -> subpr
 
 def _last_words(done: subprocess.CompletedProcess[str]) -> str:
     """Slurm's own message: the last error line sbatch printed (`Invalid partition name specified`)."""
-    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    lines = [line.strip() for line in done.stderr.splitlines()
+             if line.strip() and not line.startswith("Try \"sbatch --help\"")]
+    failures = [line for line in lines if line.startswith("allocation failure: ")]
+    if failures:  # --test-only's verdict (`allocation failure: Requested node configuration is ...`)
+        return failures[-1].removeprefix("allocation failure: ")
     errors = [line for line in lines if "error" in line.lower()] or lines
-    return errors[-1].removeprefix("sbatch: error: ") if errors else f"exit code {done.returncode}"
+    last = errors[-1].removeprefix("sbatch: error: ").removeprefix("sbatch: ") if errors else ""
+    return last or f"exit code {done.returncode}"

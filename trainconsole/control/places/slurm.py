@@ -41,6 +41,16 @@ def submit(run: RunDir, info: dict[str, Any], command: list[str], section: dict[
                                          "(default)", nodes=section["nodes"])
 
 
+def with_options(run: RunDir, sets: list[str]) -> Config:
+    """The run's config with new `[slurm]` options (`resume ID --time 2:00:00`), checked as at submit
+    (ConfigError names the key); the caller records it in config.toml before the job is resubmitted."""
+    from trainconsole.protocol import ConfigError
+
+    if "slurm" not in run.read_info():
+        raise ConfigError("slurm", f"run {run.id} is not a Slurm run: no Slurm options to change on resume")
+    return load(run.config, sets)
+
+
 def stop(run: RunDir, status: Callable[[RunDir], str], grace: float) -> str:
     """A pending job leaves the queue (`stopped`); a running one's process gets SIGTERM through Slurm
     (checkpoint, `stopped`), and the whole job is killed if it outlives `grace` seconds."""

@@ -413,9 +413,12 @@ def _failed_nodes(ending: Ending) -> str:
     """Which of a NODE_FAIL job's nodes Slurm now says are down (its whole node list where unknown)."""
     if ending.state != "NODE_FAIL":
         return ""
-    down = _client("sinfo", "-h", "-N", "-t", "down,fail,drain,no_respond", "-o", "%N", timeout=5)
-    mine = _client("scontrol", "show", "hostnames", ending.nodes, timeout=5)
-    failed = sorted(set((down or "").split()) & set((mine or "").split()))
+    mine = (_client("scontrol", "show", "hostnames", ending.nodes, timeout=5) or "").split()
+    if mine and ending.start and ending.start != "Unknown":  # accounting's node events
+        failed = slurm_end.nodes_down(mine, ending.start)
+    else:  # (a node may be back already: Slurm's ReturnToService)
+        down = _client("sinfo", "-h", "-N", "-t", "down,fail,drain", "-o", "%N", timeout=5)
+        failed = sorted(set((down or "").split()) & set(mine))
     return ",".join(failed) or ending.nodes
 
 

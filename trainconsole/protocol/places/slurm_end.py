@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 #: What sacct is asked: the allocation's line first, then its steps' (`7`, `7.batch`, `7.0`).
-FIELDS = "JobID,State,ExitCode,Elapsed,MaxRSS,NodeList,Reason,Timelimit"
+FIELDS = "JobID,State,ExitCode,Elapsed,MaxRSS,NodeList,Reason,Timelimit,Start"
 #: Ended states that someone (or something outside the run) ended: the run was `killed`.
 KILLED = frozenset({"CANCELLED", "REVOKED", "TIMEOUT", "PREEMPTED", "DEADLINE"})
 
@@ -37,6 +37,7 @@ class Ending:
     reason: str
     time_limit: str
     by: str = ""
+    start: str = ""  # when it started (Slurm's `2026-11-28T04:33:02`)
     #: (step id, state) of each step, e.g. ("7.batch", "OUT_OF_MEMORY").
     steps: tuple[tuple[str, str], ...] = ()
 
@@ -57,7 +58,8 @@ def parse_sacct(job_id: str, out: str) -> Ending | None:
     batch = next((r for r in steps if r[0].endswith(".batch")), head)
     code, _, sig = batch[2].partition(":")
     return Ending(job_id, state or "UNKNOWN", _int(code), _int(sig), head[3], _max_rss(steps), head[5],
-                  head[6], head[7], by.strip(), tuple((r[0], r[1].split()[0]) for r in steps if r[1]))
+                  head[6], head[7], by.strip(), head[8],
+                  tuple((r[0], r[1].split()[0]) for r in steps if r[1]))
 
 
 def _int(text: str) -> int:
@@ -88,6 +90,18 @@ def sacct(job_id: str, timeout: float = 5.0) -> tuple[bool, Ending | None]:
 def status_of(state: str) -> str:
     """The run's status for a job that ended in `state` without the run's own final event."""
     return "killed" if state in KILLED else "failed"
+
+
+def nodes_down(nodes: list[str], since: str) -> list[str]:
+    """Which of `nodes` accounting saw go down (or fail, or drain) since `since` (its node events)."""
+    try:
+        done = subprocess.run(["sacctmgr", "-n", "-P", "list", "event", f"nodes={','.join(nodes)}",
+                               f"start={since}", "format=NodeName,State"], capture_output=True, text=True,
+                              timeout=5, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    rows = [line.split("|") for line in done.stdout.splitlines() if "|" in line]
+    return sorted({r[0] for r in rows if r[0] in nodes and r[1].split("+")[0] in ("DOWN", "FAIL", "DRAIN")})
 
 
 def cause(ending: Ending, failed_nodes: str = "") -> str:

@@ -1,0 +1,126 @@
+"""Slurm's faults, provoked for real on the two-node test cluster, told as Slurm tells them: a time limit,
+a trainer SIGKILLed (as the kernel's OOM killer does) and settled from `sacct` after squeue forgot its
+job, a controller that does not answer (never `lost`, no false `killed`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from processes import gone, wait_for
+from slurm_cluster import Cluster
+from slurm_helpers import DIGITS, cli, events, fill_nodes, in_squeue, launch, row
+
+from trainconsole.protocol import load
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_time_limit_ends_the_run_killed_in_slurms_words(cluster: Cluster, home: Path) -> None:
+    run_id = launch(DIGITS, "--time", "1", "--set", "slurm.signal_s=0", "--set", "train.epochs=500")
+    wait_for(lambda: row(run_id)["status"] == "running", 60, "running")
+    pid = row(run_id)["pid"]
+    # (the run takes Slurm's TERM at the limit for a stop: `stopped` a moment, until Slurm says TIMEOUT)
+    found = wait_for(lambda: (r := row(run_id))["status"] not in ("running", "queued", "stopped") and r, 240,
+                     "the time limit")
+    assert found["status"] == "killed", events(home, run_id)[-3:]
+    end = events(home, run_id)[-1]
+    assert end["type"] == "killed" and end["cause"] == "time limit 00:01:00 reached"
+    assert end["slurm_state"] == "TIMEOUT" and "resume" in end["hint"]
+    assert found["slurm"]["reason"] == "TIMEOUT: time limit 00:01:00 reached"
+    if cluster.accounting:  # sacct's record of the job
+        assert end["elapsed"].startswith("00:01:") and end["max_rss"]
+    assert gone([pid])
+
+    resumed = cli("resume", run_id, "--time", "3")  # a new limit for the new job, kept in its config
+    assert resumed.returncode == 0, resumed.stderr
+    assert load(home / "runs" / run_id / "config.toml")["slurm"]["time"] == "3"
+    assert "#SBATCH --time=3" in (home / "runs" / run_id / "slurm.sh").read_text()
+    again = wait_for(lambda: (r := row(run_id))["status"] == "running" and r["slurm"]["time_left"] and r, 60,
+                     "running again")
+    job = again["slurm"]  # the job as squeue shows it, in ls --json and in ls
+    assert job["partition"] == "debug" and job["time_limit"] == "3:00" and job["nodes"] in ("n1", "n2")
+    assert f"{job['job_id']} debug {job['nodes']} limit 3:00 left " in cli("ls").stdout
+    assert cli("kill", run_id).returncode == 0
+
+
+def test_a_sigkilled_trainer_is_settled_from_sacct_after_squeue_forgot_it(cluster: Cluster,
+                                                                          home: Path) -> None:
+    if not cluster.accounting:
+        pytest.skip("the test Slurm has no accounting here (slurmdbd, mariadb-server)")
+    run_id = launch(DIGITS, "--slurm", "--set", "train.epochs=500")
+    wait_for(lambda: (home / "runs" / run_id / "checkpoints" / "last.pt").exists(), 180, "a first checkpoint")
+    pid = row(run_id)["pid"]
+    job_id = row(run_id)["slurm"]["job_id"]
+    os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does: nothing in the run can say why
+    # no reader of the run meanwhile: squeue forgets the ended job after MinJobAge (30 s here)
+    wait_for(lambda: time.sleep(2) or cluster.run("squeue", "-h", "--states=all", "-j", job_id,
+                                                  "-o", "%T").stdout.strip() == "", 200, "squeue to forget")
+    found = row(run_id)
+    assert found["status"] == "failed", events(home, run_id)[-3:]
+    end = events(home, run_id)[-1]
+    assert end["slurm_state"] == "FAILED" and end["signal"] == 9
+    assert end["cause"].endswith("killed by signal 9 (SIGKILL)") and "OOM killer" in end["hint"]
+    assert end["elapsed"] and end["max_rss"]
+
+
+def test_an_unreachable_controller_is_said_never_guessed(cluster: Cluster, home: Path) -> None:
+    fill_nodes(cluster)
+    waiting = launch(DIGITS, "--slurm", "--set", "train.epochs=1")
+    job_id = wait_for(lambda: (r := row(waiting))["status"] == "queued" and r["slurm"]["reason"]
+                      in ("Resources", "Priority") and r["slurm"]["job_id"], 60, "queued")
+    cluster.stop_controller()
+    try:
+        row(waiting)  # (the first reader finds it down)
+        start = time.monotonic()
+        found = row(waiting)
+        print(f"ls --json with the controller down: {time.monotonic() - start:.2f} s")
+        assert found["status"] == "queued" and found["slurm"]["unreachable_since"] is not None
+        for action in ("kill", "stop"):
+            done = cli(action, waiting)
+            assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+            assert "does not answer" in done.stderr and "Traceback" not in done.stderr
+        assert [e["type"] for e in events(home, waiting)] == ["queued"]  # nothing recorded
+    finally:
+        cluster.start_controller()
+    wait_for(lambda: row(waiting)["slurm"]["unreachable_since"] is None, 60, "Slurm answering again")
+    assert row(waiting)["status"] == "queued" and in_squeue(cluster, job_id)
+    assert cli("kill", waiting).returncode == 0
+    assert row(waiting)["status"] == "killed" and not in_squeue(cluster, job_id)
+
+
+def test_an_outside_requeue_waits_queued_then_goes_on(cluster: Cluster, home: Path) -> None:
+    run_id = launch(DIGITS, "--set", "slurm.requeue=true", "--set", "train.epochs=12")
+    wait_for(lambda: (home / "runs" / run_id / "checkpoints" / "last.pt").exists(), 180, "a first checkpoint")
+    job_id = row(run_id)["slurm"]["job_id"]
+    assert cluster.run("scontrol", "requeue", job_id).returncode == 0
+    # the run takes the requeue's TERM for a stop: `stopped` while Slurm ends the job (its COMPLETING),
+    # then, as soon as the job waits again, `queued` (it was `stopped` for all of BeginTime's two minutes)
+    found = wait_for(lambda: (r := row(run_id))["status"] == "queued" and r, 120, "queued again")
+    assert found["slurm"]["reason"] == "requeued (BeginTime)"
+    cluster.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")  # not after Slurm's 2 minutes
+    wait_for(lambda: row(run_id)["status"] not in ("running", "queued"), 300, "the run to end")
+    assert row(run_id)["status"] == "finished", cli("logs", run_id).stdout[-3000:]
+    kinds = [e["type"] for e in events(home, run_id)]
+    assert kinds.count("started") == 2 and kinds[-1] == "finished"
+
+
+def test_a_node_set_down_under_a_two_node_run_fails_it_naming_the_node(cluster: Cluster,
+                                                                       home: Path) -> None:
+    run_id = launch(DIGITS, "--nodes", "2", "--set", 'strategy.name="ddp"', "--set", "strategy.devices=1",
+                    "--set", "strategy.oversubscribe=true", "--set", "train.epochs=500")
+    wait_for(lambda: (home / "runs" / run_id / "checkpoints" / "last.pt").exists(), 240, "a first checkpoint")
+    pid = row(run_id)["pid"]
+    try:
+        assert cluster.run("scontrol", "update", "nodename=n2", "state=down", "reason=test").returncode == 0
+        found = wait_for(lambda: (r := row(run_id))["status"] not in ("running", "queued", "stopped") and r,
+                         120, "the run to end")
+    finally:
+        cluster.run("scontrol", "update", "nodename=n2", "state=resume")
+    assert found["status"] == "failed", events(home, run_id)[-3:]
+    end = events(home, run_id)[-1]
+    assert end["slurm_state"] == "NODE_FAIL" and end["cause"] == "node n2 failed"
+    assert gone([pid])
