@@ -9,7 +9,8 @@ from textual.binding import Binding
 #: The runs table's own keys beyond `/` (> < # a) do not fit an 80-column footer: the runs pane's bottom
 #: border names them.
 KEYS = [
-    Binding("l,f5", "launch", "Launch"),
+    Binding("l,f5", "launch", "Launch", tooltip="Launch the setup form's config, from any pane; in a text "
+            "field (the form's, the filter) l is typed: there f5 launches (enter too, in the form)"),
     Binding("s", "stop", "Stop", tooltip="Stop the marked (else the selected) runs: checkpoint, then exit"),
     Binding("k", "kill", "Kill", tooltip="Kill the marked (else the selected) runs, every process (y/n)"),
     Binding("r", "resume", "Resume", tooltip="Resume the marked (else the selected) runs from checkpoints"),
