@@ -24,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import best_trial, places
-from .events import EVAL, FINAL, FINISHED, STEP, Event, read_all
+from . import best_trial, places, run_summary
+from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, read_all
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
 from .rates import MeanRate
@@ -43,6 +43,8 @@ NOT_METRICS = frozenset({"v", "t", "run", "type", "mem"})  # (of the `ls` row's 
 #: The lines of a whole log whose facts outlast its tail (`RunRow`): found by search, not parsed all.
 WHOLE_LOG = (b'"eval"', b'"started"', b'"finished"', b'"failed"', b'"stopped"', b'"killed"', b'"epochs"',
              *(f'"{code}"'.encode() for code in DISK_CODES))
+#: The events of a log's tail that a status and a place's row fields read (kept in `run_summary`).
+STATUS_EVENTS = frozenset({STARTED, *FINAL})
 #: What a status function gets: the run, its tail of events and its run.json.
 StatusOf = Callable[[RunDir, list[Event], dict[str, Any]], str]
 
@@ -70,15 +72,14 @@ def settled(key: str) -> bool:
 
 
 def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
-        config: dict[str, Any] | None = None, facts: RunRow | None = None) -> dict[str, Any]:
+        config: dict[str, Any] | None = None, facts: RunRow | None = None,
+        latest: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run as one `ls` row: id, name, kind, strategy, pid, host, started_at, ended_at, status, last
     (the latest metrics), cause (a failure's), tags, note and size (bytes on disk). `config`: the run's,
-    if already read; `facts`: its events folded (`fold`), else `events` are."""
+    if already read; `facts`: its events folded (`fold`), else `events` are; `latest`: the latest metrics
+    of its events (`last_metrics`), else of `events`."""
     facts = fold(events) if facts is None else facts
-    last: dict[str, Any] = {}
-    for event in events:
-        if event.get("type") in (STEP, EVAL, FINISHED):
-            last.update({k: v for k, v in event.items() if k not in NOT_METRICS})
+    last = last_metrics(events) if latest is None else dict(latest)
     if facts.samples_per_s is not None:  # the run's mean, not its last window's (`rates`)
         last["samples_per_s"] = facts.samples_per_s
     if info.get("kind") == "tune":  # a search's result is its best trial's, as the console's row says
@@ -102,6 +103,15 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
     if fields is not None:
         out[place.info_key or place.name] = fields
     return out
+
+
+def last_metrics(events: list[Event]) -> dict[str, Any]:
+    """The latest value of each metric the steps, evals and final word of `events` carry."""
+    last: dict[str, Any] = {}
+    for event in events:
+        if event.get("type") in (STEP, EVAL, FINISHED):
+            last.update({k: v for k, v in event.items() if k not in NOT_METRICS})
+    return last
 
 
 def search_result(path: Path) -> dict[str, Any]:
@@ -130,13 +140,36 @@ def summarize(run: RunDir, status_of: StatusOf) -> Summary:
     """A run's whole summary, derived from its files now."""
     key = fingerprint(os.fspath(run.path))  # before reading: a change meanwhile leaves it stale, never wrong
     info = run.read_info()
-    best, before, events = scan(run.events)
-    facts = fold(before, events)
+    parts = log_parts(run)
+    facts, events = RunRow(), parts["events"]
+    facts.take_facts(parts["facts"])
     config = read_config(run.config)  # once: TOML is most of a summary's cost
-    ls_row = row(run, info, events, status_of(run, events, info), config, facts)
+    ls_row = row(run, info, events, status_of(run, events, info), config, facts, parts["last"])
     # the facts of its events, and of its run.json beyond the `ls` row (a resumed run's earlier seconds)
     more = {"ran_s": info.get("ran_s")}
-    return Summary.of(run.id, key, ls_row, best, flatten(config), {**facts.facts(), **more})
+    return Summary.of(run.id, key, ls_row, parts["best"], flatten(config), {**parts["facts"], **more})
+
+
+def log_parts(run: RunDir) -> dict[str, Any]:
+    """What the run's log gives its row (`run_summary.PARTS`): from the summary beside the log while it
+    is true, else read from the log now."""
+    kept = run_summary.read(os.fspath(run.path))
+    if kept is not None and RunRow.has_facts(kept["facts"]):  # (not: a summary of fewer facts)
+        return kept
+    return _read_parts(run.events)
+
+
+def keep_log_summary(run: RunDir) -> None:
+    """Write the summary of the run's log beside it (`run_summary`: the run does, as it ends)."""
+    path = os.fspath(run.path)
+    key = run_summary.log_key(path)  # before reading: a change meanwhile leaves it stale, never wrong
+    run_summary.write(path, key, _read_parts(run.events))
+
+
+def _read_parts(path: Path) -> dict[str, Any]:
+    best, before, events = scan(path)
+    return {"best": best, "facts": fold(before, events).facts(), "last": last_metrics(events),
+            "events": [e for e in events if e.get("type") in STATUS_EVENTS]}
 
 
 def fold(*parts: list[Event]) -> RunRow:
@@ -283,7 +316,7 @@ def files(home: Path) -> IndexFiles:
 
     def derive(summary: Summary) -> str:
         run = RunDir(home / "runs" / summary.id)
-        return json.dumps({"best": best_metrics(run.events), "config": flat_config(run.config)})
+        return json.dumps({"best": log_parts(run)["best"], "config": flat_config(run.config)})
 
     return IndexFiles(home, derive)
 

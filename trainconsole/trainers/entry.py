@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from trainconsole.protocol import EventWriter, RunDir
+from trainconsole.protocol import EventWriter, RunDir, index
 
 from .lifecycle import notify
 from .lifecycle.watchdog import Watchdog
@@ -64,4 +64,6 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
         to_stderr(f"cannot record ended_at in run.json: {exc}\n")
     watchdog.close()
     notify.after_run(run)  # after the end is recorded: a notice cannot change the run's status or timing
+    with contextlib.suppress(OSError, ValueError, TypeError):  # (the run has ended as it says, whatever)
+        index.keep_log_summary(run)  # what its log gives its row, so a listing need not read the log
     return code
