@@ -21,7 +21,7 @@ from trainconsole.protocol.changes import note_changed
 from trainconsole.protocol.meta import read_meta, tags_of, update_meta
 from trainconsole.protocol.rundir import quoted_id
 
-from . import extras, interpreter, runs, trash
+from . import extras, interpreter, ray_address, runs, trash
 from . import prune as pruning
 from .places.sbatch import SlurmError
 
@@ -57,6 +57,9 @@ class Control:
         self._allow("launch")
         kind = runs.kind_of(config)
         self._require_extras(config, kind)
+        unreachable = ray_address.first_unreachable(config, kind)
+        if unreachable:
+            raise Refused(unreachable)
         if kind == "script":
             config = self._script_python(config)
         try:
