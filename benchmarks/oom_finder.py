@@ -2,7 +2,7 @@
 
 The memory limit is simulated (a batch fits when it is <= the largest that fits), so the count of trials
 is exact and the comparison needs no machine time:
-- trainconsole (trainconsole/trainers/troubles/batch_finder.search): double from 1, bisect to within 5 %, one
+- trainconsole (trainconsole/trainers/builtin/batch_finder.search): double from 1, bisect to within 5 %, one
 step a
   trial, keep 90 %;
 - Lightning's `scale_batch_size(mode="binsearch")`: double from 2, then bisect until high - low <= 1,
@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainconsole.trainers.troubles.batch_finder import MARGIN, search  # noqa: E402
+from trainconsole.trainers.builtin.batch_finder import MARGIN, search  # noqa: E402
 
 LIMIT = 100_000  # samples per process: never the bound here
 

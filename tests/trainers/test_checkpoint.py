@@ -10,8 +10,9 @@ import pytest
 import torch
 from torch import nn
 
-from trainconsole.trainers.builtin import checkpoint, models
-from trainconsole.trainers.builtin.checkpoint import CheckpointError
+from trainconsole.trainers import checkpoint
+from trainconsole.trainers.builtin import models
+from trainconsole.trainers.checkpoint import CheckpointError
 
 
 class Payload:

@@ -21,7 +21,7 @@ from trainconsole import protocol
 from trainconsole.control import runs
 from trainconsole.protocol import RunDir
 from trainconsole.protocol import home as home_dir
-from trainconsole.trainers.builtin import checkpoint
+from trainconsole.trainers import checkpoint
 from trainconsole.trainers.strategies.rendezvous import free_port
 
 DDP2 = {"name": "ddp", "devices": 2, **ON_CPU}

@@ -70,7 +70,7 @@ def test_auto_with_batch_norm_never_tries_a_batch_of_one(tc_home: Path) -> None:
 
 def test_on_a_gpu_the_found_batch_leaves_a_tenth_of_the_budget_by_the_trials_own_peaks() -> None:
     # resnet18 under 256 MiB on an H100: 112 fitted, 116 did not, 90 % of it (100) ran out in the run
-    from trainconsole.trainers.troubles.batch_finder import within
+    from trainconsole.trainers.builtin.batch_finder import within
 
     mib = 1 << 20
     peaks = {64: 150 * mib, 96: 200 * mib, 112: 225 * mib}  # 25/16 MiB a sample

@@ -12,7 +12,8 @@ import torch
 from processes import wait_for
 from trainer_runs import events, make_config, make_run, start
 
-from trainconsole.trainers.builtin import checkpoint, models
+from trainconsole.trainers import checkpoint
+from trainconsole.trainers.builtin import models
 
 KILLS = 15
 

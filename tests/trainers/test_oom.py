@@ -162,7 +162,7 @@ def test_memory_history_on_cpu_is_accepted_and_reported_unavailable(tc_home: Pat
 
 
 def test_search_doubles_then_bisects() -> None:
-    from trainconsole.trainers.troubles.batch_finder import search
+    from trainconsole.trainers.builtin.batch_finder import search
 
     tried: list[int] = []
 

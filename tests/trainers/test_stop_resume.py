@@ -11,7 +11,7 @@ from trainer_runs import events, make_config, make_run, start, train
 
 from trainconsole import protocol
 from trainconsole.protocol import dumps
-from trainconsole.trainers.builtin import checkpoint
+from trainconsole.trainers import checkpoint
 
 
 @pytest.mark.slow

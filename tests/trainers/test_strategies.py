@@ -17,7 +17,8 @@ from trainer_runs import GPUS, ON_CPU, events, make_config, make_run, train
 
 from trainconsole import protocol
 from trainconsole.protocol import EventWriter, RunDir, read_all
-from trainconsole.trainers.builtin import checkpoint, loop, models
+from trainconsole.trainers import checkpoint
+from trainconsole.trainers.builtin import loop, models
 from trainconsole.trainers.lifecycle.signals import StopFlag
 from trainconsole.trainers.strategies import make_strategy
 

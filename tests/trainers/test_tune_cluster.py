@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 STORAGE_CHECK = """
 import json, sys, ray
-from trainconsole.trainers.tune import cluster
+from trainconsole.trainers.strategies import ray_cluster as cluster
 ray.init(address=sys.argv[1], log_to_driver=False, runtime_env=cluster.runtime_env())
 marker, token = sys.argv[2], sys.argv[3]
 print(json.dumps({"right": cluster.nodes_not_seeing(marker, token, 60),

@@ -4,8 +4,8 @@
 (trainconsole/trainers/builtin/meter.py),
 completed
 with every rank's figures by DDP's rank sync (trainconsole/trainers/strategies/rank_sync.py) and sampled for
-a script's
-process tree (trainconsole/trainers/scripts/memory.py); read by the console's devices pane and the leak watch.
+a script's process tree (trainconsole/trainers/lifecycle/memory.py); read by the console's devices pane and
+the leak watch.
 """
 
 from __future__ import annotations

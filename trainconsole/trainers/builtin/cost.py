@@ -21,7 +21,7 @@ import time
 from typing import Any, Protocol, TypedDict
 
 from trainconsole.protocol import FINAL
-from trainconsole.trainers.scripts.memory import TreeMemory
+from trainconsole.trainers.lifecycle.memory import TreeMemory
 
 SAMPLE_S = 0.5  # memory of the process tree, sampled in a thread (a few ms per sample)
 COST_EVERY_S = 60.0  # a `cost` event this often, for runs that end without a final event of their own

@@ -16,11 +16,12 @@ import torch.nn.functional as F
 
 from trainconsole.protocol import Config
 
+from .. import checkpoint
 from ..strategies import Strategy, make_strategy
-from ..troubles import batch_finder, disk, memory_cap, precision_probe
+from ..troubles import disk, memory_cap, precision_probe
 from ..troubles.divergence import DivergenceWatch
 from ..troubles.leaks import LeakWatch
-from . import checkpoint, cost, histograms, setup
+from . import batch_finder, cost, histograms, setup
 from .meter import StepMeter
 from .optim import LrSchedule
 from .step import Stepper

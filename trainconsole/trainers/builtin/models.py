@@ -13,9 +13,8 @@ from torch import nn
 
 from trainconsole.protocol import Config
 
-from .. import plugins
+from .. import checkpoint, plugins
 from ..errors import CheckpointError, ShapeError
-from . import checkpoint
 
 AUX_HEAD_MODELS = ("googlenet", "inception_v3")  # their auxiliary heads would change the output type
 

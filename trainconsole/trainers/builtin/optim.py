@@ -70,13 +70,3 @@ class Precision:
         if self.dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(self.device_type, dtype=self.dtype)
-
-    def backward_step(self, loss: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:
-        """Backward and optimizer step, through the GradScaler when there is one."""
-        if self.scaler is None:
-            loss.backward()
-            optimizer.step()
-            return
-        self.scaler.scale(loss).backward()
-        self.scaler.step(optimizer)
-        self.scaler.update()

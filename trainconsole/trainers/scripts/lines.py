@@ -20,13 +20,15 @@ from .parsed import Parsed, Where, sort
 from .plain import plain
 
 NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-KEY = r"[A-Za-z][\w./@-]*(?:\((?:[^()\s]|\([^()\s]*\))*\))?"  # also D(x), D(G(z)), Acc@1, train/loss
+KEY = r"[A-Za-z][\w./@-]*(?: ?\((?:[^()\s]|\([^()\s]*\))*\))?"  # also D(x), D(G(z)), Acc@1, train/loss
 #: `loss: 0.5`, `lr=0.1`; `(?!s\d)`: not `Tot: 1s5ms` (a time in two units).
 KEY_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>{KEY})\s*[:=]\s*(?P<value>{NUM})(?!s\d)"
                        rf"(?:\s*/\s*(?P<of>{NUM}))?(?P<pct>%)?")
 WORD_VALUE = re.compile(rf"(?:\b(?P<qual>train|training|val|valid|validation|test|eval)[\s_])?"
                         rf"\b(?P<key>(?:epoch|step|iter|iteration|batch|loss|acc|accuracy|lr|ppl|perplexity|"
                         rf"top[15]|acc@\d)[\w@]*)\s+(?P<value>{NUM})(?![\w/.])", re.IGNORECASE)
+#: `val_loss 0.79`, `psnr 23.1`, `loss_G 1.2`: a name, spaces, its value (taken when the name is a metric's).
+NAME_VALUE = re.compile(rf"(?<![\w./(-])(?P<key>[A-Za-z][\w@]*)\s+(?P<value>{NUM})(?![\w/.:])")
 #: `Accuracy of the network on the 10000 test images: 54 %`: a metric word, words, then its value.
 LEAD = re.compile(rf"^\s*(?P<key>accuracy|acc|loss|error)\b[^:=]{{0,80}}?:\s*(?P<value>{NUM})\s*(?P<pct>%)?",
                   re.IGNORECASE)
@@ -61,6 +63,11 @@ ON_SPLIT = re.compile(r"^(?P<key>accuracy|acc|loss|error|ppl|perplexity)\s+(?:on
                       r"(?P<qual>train|training|val|valid|validation|test|dev)(?:\s+(?:set|data|split|images))?$",
                       re.IGNORECASE)
 SEPARATORS = re.compile(r"[|\t]")
+#: A logger's prefix (`INFO: `, `INFO:root:`, `2024-01-01 10:00:00,123 - INFO - `): no part of a name.
+LOG_PREFIX = re.compile(r"^\s*(?:\[?\d{4}-\d\d-\d\d[ T][\d:.,]+\]?\s*[-|]?\s*)?"
+                        r"\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?(?::[\w.]+)?(?:\s*[-|:]\s*|:)")
+#: tqdm's percentage and bar (`Validation round:  43%|####3     |`): progress, never a metric.
+TQDM_BAR = re.compile(r"\d{1,3}%\|[^|]*\|")
 TIME_WORDS = re.compile(r"time|dt|elapsed", re.IGNORECASE)
 PLACE_WORDS = re.compile(r"epoch|step|iter|batch|episode")
 NUMBER_IN_KEY = re.compile(r"\s[\d.]")
@@ -76,7 +83,7 @@ def parse(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = Fa
     """What one printed line says (see the module docstring). EVALUATING: the script is in an evaluation
     (its progress lines or heading came before), so a plain metric line is the evaluation's result;
     TRAINED: training is over, so an evaluation is a test result."""
-    text = plain(line)
+    text = _bare(plain(line))
     where, text = _rank(text)
     eval_line = bool(EVAL_LINE.search(text))
     found = _fields(text, where, eval_line)
@@ -87,6 +94,13 @@ def parse(line: str, patterns: list[re.Pattern[str]] = (), evaluating: bool = Fa
     if not user and not any(is_metric(k) for k in parsed.step):
         parsed.step.clear()  # `epoch 3 lr 0.1`, or `val_loss: 0.3 lr: 0.1`: no training metric
     return parsed
+
+
+def _bare(text: str) -> str:
+    """TEXT without a tqdm bar's percentage and bar, and without a logger's prefix."""
+    text = TQDM_BAR.sub(" | ", text) if "%|" in text else text
+    logged = "INFO" in text or "WARN" in text or "DEBUG" in text or "ERROR" in text
+    return LOG_PREFIX.sub("", text, count=1) if logged else text
 
 
 def evaluation_progress(line: str, parsed: Parsed) -> bool:
@@ -153,9 +167,20 @@ def _segment(segment: str, found: dict[str, float], eval_line: bool) -> None:
     lead = LEAD.match(segment)
     if lead:
         _take(lead, found, eval_line)
+    taken: list[tuple[int, int]] = [lead.span()] if lead else []
     for regex in (KEY_VALUE, WORD_VALUE):
         for match in regex.finditer(segment, lead.end() if lead else 0):
             _take(match, found, eval_line)
+            taken.append(match.span())
+    for match in NAME_VALUE.finditer(segment, lead.end() if lead else 0):
+        if not any(a < match.end() and match.start() < b for a, b in taken) and _named_metric(match["key"]):
+            _take(match, found, eval_line)
+
+
+def _named_metric(key: str) -> bool:
+    """Whether a word before a value names a metric (`val_acc 0.8`), not `the 10000` of a sentence."""
+    field = name(key)
+    return is_metric(field) or field == "lr"
 
 
 def _take(match: re.Match[str], found: dict[str, float], eval_line: bool = False) -> None:

@@ -24,13 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from trainconsole.protocol import EventWriter
-from trainconsole.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP
+from trainconsole.protocol.events import EVAL, RESULT, SOURCE_TEXT, STEP, SUMMARY
 
+from .bars import PROGRESS
 from .formats import read
 from .inject._trainconsole_probe import R
 from .names import name
+from .parsed import Parsed
 from .probe_channel import ProbeChannel
 from .probe_events import ProbeFigures
+from .tables import Tables
 
 #: How long lines before any optimizer step wait for one before the text readers take them.
 EARLY_S = 60.0
@@ -43,6 +46,7 @@ TORN_HEAD = 16
 SPLITS = ("train_", "val_", "test_", "eval_")
 TRAIN_SPLIT = re.compile(r"\btrain(?:ing)?\b", re.IGNORECASE)
 EVAL_SPLIT = re.compile(r"\b(?:val|valid|validation|test|dev)\b", re.IGNORECASE)
+TEST_SPLIT = re.compile(r"\btest(?:\b|_)", re.IGNORECASE)
 #: A line of a position and a number alone, printed while training (`99 0.53`): the loss at that step.
 POSITION_LOSS = re.compile(r"^\s*\d+\s+([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 #: The probe's names of the two streams.
@@ -81,6 +85,8 @@ class Measured:
         self.text_only = False  # no step came: the text readers read everything
         self.best_val_acc: float | None = None
         self.evaluated = False  # after the last step, an evaluation came: what follows are results
+        self.eval_names: set[str] = set()  # the names of the evaluations written while training
+        self.tables = Tables()  # a table's header: its rows' values under their columns' names
 
     @property
     def active(self) -> bool:
@@ -215,9 +221,16 @@ class Measured:
         known = self.steps.get(self.main or 0, 0)
         while self.held and (after or self.held[0][1].step < known):
             line, stamp = self.held.pop(0)
-            result = after and (self.evaluated or stamp.phase == "eval")
+            result = after and (self.evaluated or (stamp.phase == "eval" and not self._repeats(line)))
             self.evaluated = self.evaluated or result
             self._emit(line, stamp, result)
+
+    def _repeats(self, line: str) -> bool:
+        """Whether a line printed after the last step is the script's validation again (same names, no
+        split called test): an evaluation, as each before it was, not a result."""
+        parsed = read(self.tables.named(line), self.patterns, evaluating=True)
+        names = {*parsed.eval, *parsed.result}
+        return bool(names) and names <= self.eval_names and not TEST_SPLIT.search(line)
 
     def _flush(self, upto: float) -> None:
         """Write the step records up to step UPTO (and those held HOLD_S): a printed line joins the step it
@@ -233,11 +246,20 @@ class Measured:
             stamped = (s.step for stamps in self.stamps.values() for s in stamps if s.pid == self.main)
             self._flush(min((*(s.step for _, s in self.held), *stamped), default=math.inf))
 
+    def _repeats(self, line: str) -> bool:
+        """Whether a line printed after the last step is the script's validation again (same names, no
+        split called test): an evaluation, as each before it was, not a result."""
+        parsed = read(self.tables.named(line), self.patterns, evaluating=True)
+        names = {*parsed.eval, *parsed.result}
+        return bool(names) and names <= self.eval_names and not TEST_SPLIT.search(line)
+
     def _emit(self, line: str, stamp: Stamp, after: bool) -> None:
         """A line's metrics at its stamp: a step's, an evaluation's, or (AFTER training) a result."""
         self._flush(stamp.step)
         evaluating = stamp.phase == "eval"
-        parsed = read(line, self.patterns, evaluating, trained=after)
+        parsed = read(self.tables.named(line), self.patterns, evaluating, trained=after)
+        if evaluating and PROGRESS.search(line):  # a bar ended while evaluating (another bar's newline, or
+            parsed.step.clear()  # a bar over the evaluation's batches): its running figures are progress
         pair = None if parsed.metrics or after else POSITION_LOSS.match(line)
         if pair:  # `99 0.53` (a hand-written update's `print(t, loss.item())`): the probe has the step
             parsed.step["loss"] = float(pair.group(1))
@@ -247,12 +269,14 @@ class Measured:
         train_split = evaluating and bool(TRAIN_SPLIT.search(line)) and not EVAL_SPLIT.search(line)
         if after:
             kinds = {RESULT: {**parsed.step, **parsed.eval, **parsed.result}}
+        elif evaluating and _named(parsed):  # `loss 0.9 val_loss 0.8`: the epoch's train loss, its summary
+            kinds = {SUMMARY: parsed.step, EVAL: {**parsed.eval, **parsed.result}}
         elif evaluating:  # during training, a test split is evaluated as a validation is
             kinds = {EVAL: {**parsed.eval, **parsed.result, **{_split(k): v for k, v in parsed.step.items()}}}
         else:  # training: the probe knows more steps came, so nothing is a result yet (`| test accuracy`
             # is an evaluation at this step), and a `train loss` beside it is the step's own
             trained = {name(k): v for k, v in parsed.eval.items() if k.startswith("train_")}
-            kinds = {STEP: {**parsed.step, **trained},
+            kinds = {STEP if not _named(parsed) else SUMMARY: {**parsed.step, **trained},
                      EVAL: {**{k: v for k, v in parsed.eval.items() if not k.startswith("train_")},
                             **parsed.result}}
         for kind, fields in kinds.items():
@@ -261,6 +285,7 @@ class Measured:
             if fields:
                 self.writer.emit(kind, **where, **fields, **timing)
                 timing = {}
+            self.eval_names |= fields.keys() if kind == EVAL else set()
             acc = fields.get("val_acc") if kind == EVAL else None
             if acc is not None and (self.best_val_acc is None or acc > self.best_val_acc):
                 self.best_val_acc = acc
@@ -275,6 +300,12 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _named(parsed: Parsed) -> bool:
+    """Whether a line names its evaluation's split beside training figures (`loss 0.9 val_acc 0.8`): the
+    training's are then the epoch's summary, never a second loss at the step."""
+    return bool(parsed.step) and any(k.startswith(("val_", "test_")) for k in (*parsed.eval, *parsed.result))
 
 
 def _train(key: str) -> str:

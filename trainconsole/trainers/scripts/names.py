@@ -14,6 +14,7 @@ ALIASES = {
     "train_acc": "acc", "train_accuracy": "acc", "learning_rate": "lr", "perplexity": "ppl",
     "iter": "step", "iteration": "step", "global_step": "step", "batch_idx": "batch", "it": "step",
     "d_g_z1": "d_g_z", "d_x_": "d_x", "data": "data_time", "batch_time": "time", "batch_id": "batch",
+    "dur": "time_s",  # skorch's history: an epoch's duration in seconds
 }
 #: Prefixes that name an evaluation (`valid loss`, `eval_acc`) or a test result (`test ppl`).
 EVAL_PREFIXES = ("val_", "valid_", "validation_", "eval_", "dev_")

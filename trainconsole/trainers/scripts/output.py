@@ -30,6 +30,7 @@ from .plain import plain
 from .pump import MAX_LINE, Pump
 from .redraws import Redraws
 from .steps import Steps
+from .tables import Tables
 from .tracebacks import TracebackWatch
 
 __all__ = ["MAX_LINE", "LEAK_WARMUP_STEPS", "OutputEvents", "Pump"]
@@ -63,6 +64,7 @@ class OutputEvents:
         self.bars = Bars()
         self.pending: State | None = None  # the last state drawn at a bar's count, not yet written
         self.redraws = Redraws()  # HF Trainer lines and the bar redrawn after each
+        self.tables = Tables()  # a table's header: its rows' values under their columns' names
         self.evaluating = False  # evaluation progress or heading came: the next result is the evaluation's
         self.eval_progress: Parsed | None = None  # the last batch line of an evaluation under way
         self.trained = False  # the script said training is over: evaluations are test results
@@ -139,6 +141,7 @@ class OutputEvents:
         if not (final or bar):
             self.redraws.state(stream, line, text)
             return  # a refreshed state without a counter: only the line's last state counts
+        text = self.tables.named(text) if final and not bar else text
         parsed = read(text, self.patterns, self.evaluating, self.trained)
         if not self.steps.counts(parsed.where):
             return  # another rank's line: one step per printed step, the lowest rank's

@@ -50,14 +50,17 @@ class Parsed:
 
 def sort(fields: dict[str, Any], parsed: Parsed, evaluating: bool = False, final: bool = False) -> Parsed:
     """File named FIELDS into PARSED by their kind. On an evaluation line (EVALUATING) a plain metric is
-    the evaluation's (`loss` -> `val_loss`); on a line printed after training (FINAL), a test result."""
+    the evaluation's (`loss` -> `val_loss`); on a line printed after training (FINAL), a test result. A
+    line whose names say their split (`loss 0.9 val_loss 0.8`) keeps each as named: its plain metric is
+    the training's, whatever phase it was printed in."""
+    named = any(kind(key) in ("val", "test") for key in fields)
     for key, value in fields.items():
         where = kind(key)
         if where == "timing":
             parsed.timing[key] = value
         elif where == "metric" and (evaluating or final) and key.startswith("train_"):
             parsed.eval[key] = value  # an evaluation of the training split, beside the validation's
-        elif where == "metric" and (evaluating or final):
+        elif where == "metric" and (evaluating or final) and not named:
             if is_metric(key):  # `images: 54` on `Accuracy of the network on the 10000 test images: 54 %`
                 target = parsed.result if final else parsed.eval
                 target[("test_" if final else "val_") + key] = value

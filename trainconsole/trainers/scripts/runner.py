@@ -24,11 +24,11 @@ import psutil
 from trainconsole.protocol import Config, EventWriter, RunDir
 from trainconsole.trainers.lifecycle.reaper import die_with_parent
 
+from ..lifecycle.memory import TreeMemory
 from ..slurm.nodes import rendezvous, rendezvous_nodes
 from .lightning_csv import LightningCsvTail
 from .lines import compile_patterns
 from .measured import Measured
-from .memory import TreeMemory
 from .mlflow_store import MlflowTail, stores
 from .output import OutputEvents, Pump
 from .probe_channel import probe_environment

@@ -1,8 +1,8 @@
 """The ranks of a ddp run on a Ray cluster: placed by Ray, joined by torch.distributed, watched from here.
 
 The run's process joins the cluster (`ray.init(address)`, the project shipped to every node as for a
-search: `tune/cluster.py`, which also checks that every node sees the run directory), reserves one bundle
-per rank in a placement group, and starts one `RankActor` in each. Rank 0's actor names its node's address
+search: `ray_cluster.py`, which also checks that every node sees the run directory), reserves one bundle per
+rank in a placement group, and starts one `RankActor` in each. Rank 0's actor names its node's address
 and a free port there: the env:// rendezvous of every rank. Each actor then runs the same DDP rank as a
 spawned process on one node does. A stop (SIGTERM here) goes to every actor; a `kill` of this process ends
 the Ray job, and Ray ends the actors it owns and their placement group.
@@ -25,9 +25,9 @@ from ray.exceptions import RayActorError
 
 from trainconsole.protocol import RunDir
 
-from ..builtin import checkpoint
+from .. import checkpoint
 from ..lifecycle.signals import StopFlag, install_stop_handlers
-from ..tune import cluster
+from . import ray_cluster as cluster
 from .launcher import Call, RankFailed
 from .ray_placement import Placed, place, placement_of, rank_count, uses_gpus
 from .rendezvous import is_loopback

@@ -58,6 +58,17 @@ class TrialEvents(tune.Callback):
         for trial in trials:
             if trial.trial_id not in self.seen and trial.status == "PENDING":
                 self.write(trials, trial, "pending")
+        self.say_errors(trials)
+
+    def on_experiment_end(self, trials: list[Any], **info: Any) -> None:
+        self.say_errors(trials)
+
+    def say_errors(self, trials: list[Any]) -> None:
+        """An `error` event for each trial Ray put in ERROR without calling `on_trial_error` (a worker it
+        could not reuse for it: the trial read `pending` in a finished search, its cause on stderr only)."""
+        for trial in trials:
+            if trial.status == "ERROR" and self.seen.get(trial.trial_id) != "error":
+                self.on_trial_error(0, trials, trial)
 
     def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self.write(trials, trial, "running")
@@ -153,7 +164,24 @@ def error_cause(trial: Any) -> tuple[str, str]:
             error = cloudpickle.load(f)
     except Exception:  # noqa: BLE001 - a missing or unreadable error file still gets a line
         error = None
-    return cause_of(error)
+    said = last_words(trial.error_file) if error is None else ""
+    return (said, REUSE_HINT if "reset_config" in said else "") if said else cause_of(error)
+
+
+#: What to do when Ray could not reuse a worker for a trial (its thread outlived the reset's wait).
+REUSE_HINT = "Ray could not reuse a worker for this trial; tune.reuse_actors = false starts a fresh one each"
+
+
+def last_words(error_file: str | None) -> str:
+    """The last error Ray wrote to a trial's error.txt (`Failure # N (occurred at ...)`, then its words),
+    for an error it did not pickle (one of its own, not the trial's); '' if there is none."""
+    try:
+        with open(error_file or "", encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    words = [line for line in lines if not line.startswith("Failure # ")]
+    return words[-1] if words else ""
 
 
 def cause_of(error: BaseException | None) -> tuple[str, str]:

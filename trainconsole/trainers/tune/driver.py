@@ -21,6 +21,8 @@ from . import bridge, pending, session, space, stopping
 from .trial import train_trial
 
 EXPERIMENT = "search"
+#: How long a reused worker waits for the previous trial's thread to end before Ray gives up reusing it.
+THREAD_WAIT_S = 60
 
 
 def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -> str:
@@ -28,6 +30,9 @@ def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -
     tune_cfg = config["tune"]
     address = tune_cfg["ray_address"] or os.environ.get(ENV_ADDRESS, "")  # (a Slurm job's own Ray)
     started = time.monotonic()
+    # A reused worker waits this long for the previous trial's thread to end (Ray's default: 2 s, which a
+    # loaded host outlasts; the next trial then failed to start). A local Ray's workers inherit it.
+    os.environ.setdefault("TUNE_FUNCTION_THREAD_TIMEOUT_S", str(THREAD_WAIT_S))
     temp = session.start(run.path, tune_cfg, address)
     try:
         with run.lock():  # `ls` shows the search in the strategy column

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..slurm.ray_nodes import ENV_NODES
-from . import cluster, stopping
+from ..strategies import ray_cluster as cluster
+from . import stopping
 
 #: The longest temp dir that keeps `session_…/sockets/plasma_store` under the AF_UNIX limit.
 MAX_TEMP_DIR = 107 - len("/session_2026-01-01_00-00-00_000000_4194304/sockets/plasma_store") - 1

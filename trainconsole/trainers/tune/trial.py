@@ -23,8 +23,8 @@ from trainconsole.protocol import trial_stops_requested
 from trainconsole.protocol.rates import MeanRate
 from trainconsole.protocol.tune_config import METRICS, trial_run_config
 
+from ..strategies import ray_cluster as cluster
 from ..troubles.explain import explain, traceback_tail
-from . import cluster
 
 #: The metrics of each result that `trial` events carry (the driver adds best_val_acc).
 METRIC_KEYS = tuple(METRICS)
@@ -141,8 +141,8 @@ def train_config(config: dict[str, Any], tune_config: dict[str, Any], files: Tri
     """Train one trial's run config in this worker, reporting each epoch to Tune."""
     config = trial_settings(config, tune_config)
     files.last_ckpt.parent.mkdir(parents=True, exist_ok=True)
-    from ..builtin import loop
-    from ..troubles import batch_finder, memory_cap
+    from ..builtin import batch_finder, loop
+    from ..troubles import memory_cap
 
     memory_cap.lift()  # a reused worker: the previous trial's cap and CUDA cache go with it
     # Its clock starts after the imports (train_s is the trial's own time), its memory before the model.

@@ -32,13 +32,13 @@ import torch.nn.functional as F
 
 from trainconsole.protocol import Config
 
-from ..builtin import data, models
-from ..builtin.batches import resident_bytes
-from ..builtin.optim import Precision, make_optimizer
 from ..errors import TrainerError
 from ..strategies.devices import resolve as resolve_devices
-from . import memory_cap
-from .oom import free, is_oom
+from ..troubles import memory_cap
+from ..troubles.oom import free, is_oom
+from . import data, models
+from .batches import resident_bytes
+from .optim import Precision, make_optimizer
 
 MARGIN = 0.9
 #: On a GPU, the share of the memory the search may use (train.max_memory_mb, else the device's) that the

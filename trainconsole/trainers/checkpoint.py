@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..errors import CheckpointError
+from .errors import CheckpointError
 
 #: Prefixes wrappers add to parameter names: DataParallel/DDP, torch.compile.
 WRAPPER_PREFIXES = ("module.", "_orig_mod.")
