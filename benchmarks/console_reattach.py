@@ -62,11 +62,11 @@ def make_log(home: Path, events: int) -> None:
 def console(result: Path, t0: float, events: int, parser: str) -> None:
     """The real app, timing the first right row and the first plot of the whole history."""
     from trainconsole.console.app import TrainConsole
-    from trainconsole.console.services import jsonl
     from trainconsole.console.widgets.runs_table import RunsTable
+    from trainconsole.protocol import events as event_log
 
     if parser == "json":
-        jsonl.loads = json.loads
+        event_log.fast_loads = lambda: json.loads
     epoch = str(events // PER_EPOCH)
     times: dict[str, float] = {}
 

@@ -13,9 +13,9 @@ import pytest
 from conftest import FAILED, FINISHED, LOST, RUNNING, STOPPED, T0, write_run
 
 from trainconsole.console.core.board import Board
-from trainconsole.console.services import jsonl
 from trainconsole.console.services.tailer import RunsRead, Tailer
 from trainconsole.console.services.tracked_run import CHUNK
+from trainconsole.protocol import events as event_log
 
 
 class App:
@@ -209,7 +209,18 @@ def test_updates_wait_for_the_app_and_arrive_merged_in_order(tmp_path: Path) -> 
 
 def test_parse_without_orjson_gives_the_same_events(monkeypatch: pytest.MonkeyPatch) -> None:
     lines = [b'{"v":1,"type":"step","step":1}', b"garbled", b"[1]", b'{"v":1,"type":"eval","epoch":1}']
-    fast = jsonl.parse(lines)
-    monkeypatch.setattr(jsonl, "loads", json.loads)
-    assert jsonl.parse(lines) == fast == ([{"v": 1, "type": "step", "step": 1},
+    fast = event_log.parse_lines(lines)
+    monkeypatch.setattr(event_log, "fast_loads", lambda: json.loads)
+    assert event_log.parse_lines(lines) == fast == ([{"v": 1, "type": "step", "step": 1},
                                            {"v": 1, "type": "eval", "epoch": 1}], 2)
+
+
+def test_a_diverged_loss_s_line_is_an_event_for_every_reader(tmp_path: Path) -> None:
+    """json.dumps writes a NaN loss as `NaN`, which orjson refuses: the console's tailer and the CLI's
+    readers (one parser) both still read the line."""
+    lines = [b'{"v":1,"type":"step","step":1,"loss":NaN}', b'{"v":1,"type":"step","step":2,"loss":1.5}']
+    events, bad = event_log.parse_lines(lines)
+    assert bad == 0 and [e["step"] for e in events] == [1, 2] and events[0]["loss"] != events[0]["loss"]
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"\n".join(lines) + b"\n")
+    assert [e["step"] for e in event_log.tail(log)] == [e["step"] for e in event_log.read_all(log)] == [1, 2]

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
+import gc
 import json
 import os
 import threading
@@ -213,7 +215,9 @@ class EventReader:
 
     def read(self, max_bytes: int = 16 << 20) -> list[Event]:
         """Return the complete new events; a trailing line without its newline waits for the next call."""
-        return [e for e in map(self._parse, self.read_lines(max_bytes)) if e is not None]
+        events, bad = parse_lines(self.read_lines(max_bytes))
+        self.bad_lines += bad
+        return events
 
     def read_lines(self, max_bytes: int = 16 << 20) -> list[bytes]:
         """The complete new lines, raw (without their newline), advancing the offset past them."""
@@ -229,16 +233,52 @@ class EventReader:
         self.offset += end + 1
         return [line for line in chunk[:end].split(b"\n") if line]
 
-    def _parse(self, line: bytes) -> Event | None:
+
+@functools.cache
+def fast_loads() -> Callable[[bytes], object]:
+    """orjson's `loads` when installed, else the stdlib's (about twice as slow): imported at the first read,
+    as the protocol imports only the stdlib at module level."""
+    try:
+        from orjson import loads
+    except ImportError:  # a stdlib-only install still reads logs
+        return json.loads
+    return loads
+
+
+def parse_lines(lines: list[bytes]) -> tuple[list[Event], int]:
+    """Events from raw log lines, and how many lines were not events: the one reader of event-log lines.
+
+    One parse of the whole batch as a JSON array beats one per line; a garbled line sends the batch down
+    the slow path, line by line. Measured on a 500,000-event log (99 MiB, 1 MiB batches;
+    benchmarks/console_reattach.py): stdlib json 1.6 s, orjson 0.9 s, orjson with the cyclic GC paused
+    during the batch 0.5 s. A batch makes tens of thousands of small dicts, each of which counts towards a
+    collection that then scans every object the reader's process holds; none of them can form a cycle.
+    """
+    if not lines:
+        return [], 0
+    loads, paused = fast_loads(), gc.isenabled()
+    gc.disable()
+    try:
         try:
-            event = json.loads(line)
-        except ValueError:
-            self.bad_lines += 1
-            return None
-        if not isinstance(event, dict) or "type" not in event:
-            self.bad_lines += 1
-            return None
-        return event
+            batch = loads(b"[" + b",".join(lines) + b"]")
+        except ValueError:  # orjson.JSONDecodeError and json.JSONDecodeError are both ValueErrors
+            batch = [_loads(line, loads) for line in lines]
+    finally:
+        if paused:
+            gc.enable()
+    events = [e for e in batch if isinstance(e, dict) and "type" in e]  # type: ignore[union-attr]
+    return events, len(batch) - len(events)  # type: ignore[arg-type]
+
+
+def _loads(line: bytes, loads: Callable[[bytes], object]) -> object:
+    try:
+        return loads(line)
+    except ValueError:
+        pass
+    try:  # orjson refuses NaN and Infinity, which json.dumps writes (a diverged loss)
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def tail(path: str | os.PathLike[str], nbytes: int = 64 << 10) -> list[Event]:
@@ -254,8 +294,7 @@ def tail(path: str | os.PathLike[str], nbytes: int = 64 << 10) -> list[Event]:
     if start > 0:
         chunk = chunk[chunk.find(b"\n") + 1 :]
     end = chunk.rfind(b"\n")
-    reader = EventReader(path)
-    return [e for e in map(reader._parse, chunk[: max(end, 0)].split(b"\n")) if e is not None]
+    return parse_lines([line for line in chunk[: max(end, 0)].split(b"\n") if line])[0]
 
 
 def read_all(path: str | os.PathLike[str]) -> list[Event]:

@@ -16,9 +16,8 @@ from trainconsole import protocol
 from trainconsole.console.core.run_state import Event, Note, RunState, summarized
 from trainconsole.console.core.run_update import RunUpdate
 from trainconsole.protocol import RunDir
+from trainconsole.protocol.events import parse_lines as parse
 from trainconsole.protocol.lost import stderr_cause
-
-from .jsonl import parse
 
 if TYPE_CHECKING:
     from trainconsole.protocol.index_file import Summary
