@@ -298,7 +298,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
     show = (lambda line: line.decode(errors="replace")) if args.json else render.event_line
     while True:
         # Look at the status before reading, so that the events written as the run ends still print.
-        more = args.follow and control().status(run) in ("running", "queued")
+        more = args.follow and control().status(run) in protocol.run_row.LIVE
         for line in reader.read_lines():
             print(show(line), flush=True)
         if not more:

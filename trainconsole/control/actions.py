@@ -19,6 +19,7 @@ from trainconsole import protocol
 from trainconsole.protocol import Config, Event, RunDir, index, places, tune_config
 from trainconsole.protocol.changes import note_changed
 from trainconsole.protocol.meta import read_meta, tags_of, update_meta
+from trainconsole.protocol.run_row import LIVE
 from trainconsole.protocol.rundir import quoted_id
 
 from . import extras, interpreter, ray_address, runs, trash
@@ -156,8 +157,8 @@ class Control:
         """The run's one status."""
         return runs.status(run)
 
-    def summary(self, run: RunDir) -> dict[str, Any]:
-        """The run as one `ls` row."""
+    def row(self, run: RunDir) -> dict[str, Any]:
+        """The run as one `ls` row, derived now (what a summary of `summaries` holds as its `row`)."""
         return runs.summary(run)
 
     def wait(self, run: RunDir, on_event: Callable[[Event], None] | None = None) -> str:
@@ -283,5 +284,5 @@ class Control:
     def _refuse_live(self, action: str, found: list[RunDir]) -> None:
         for run in found:
             state = self.status(run)
-            if state in ("running", "queued"):
+            if state in LIVE:
                 raise Refused(f"{action}: run {run.id} is {state}; stop or kill it first (nothing changed)")
