@@ -120,11 +120,6 @@ def families(leaders: Mapping[str, tuple[int | None, float | None]]) -> dict[str
     return {run_id: pids[pid] for run_id, pid in found.items()}
 
 
-def host_snapshot(fams: Mapping[str, set[int]], note: str = NO_GPU) -> Devices:
-    """Host memory and the summed RSS of each run's processes."""
-    return _devices(nvml.host_reading(fams, note))
-
-
 def _devices(reading: nvml.Reading) -> Devices:
     return Devices(gpus=reading.gpus, host=reading.host, note=reading.note)
 
