@@ -118,7 +118,7 @@ class TrainConsole(App[None]):
         except protocol.ConfigError:
             config, source = protocol.defaults(), "built-in defaults (the digits demo)"
         self.add_mode("dashboard", lambda: MainScreen(config, source, self.config_path, self.board,
-                                                      self.control, self.clock))
+                                                      self.control, self.clock, feeds=self))
         await self.switch_mode("dashboard")  # its own screen stack: dialogs go over the dashboard
         self.dashboard = True
         self.refresh_bindings()

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from trainconsole.console.core.board import Board
     from trainconsole.console.core.selection import Selection
+    from trainconsole.console.screens.feeds import Feeds
     from trainconsole.console.screens.panes import Panes
 
 #: At most 20 frames a second, and none when nothing changed: an event waits at most this long for its
@@ -45,8 +46,9 @@ class Frames:
     """Draws a board, as a selection shows it, into one dashboard's panes."""
 
     def __init__(self, screen: Host, board: Board, selection: Selection,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], feeds: Feeds) -> None:
         self.screen, self.board, self.selection, self.clock = screen, board, selection, clock
+        self.feeds = feeds
         self.panes: Panes | None = None  # (given once the dashboard has composed them)
         self.labels: dict[str, str] = {}  # run id -> its label in the table (for the memory bars)
         self.select_next: str | None = None  # a run to put the cursor on once its row is drawn
@@ -74,15 +76,14 @@ class Frames:
         """Have the tailer read the logs of these runs whose rows came from the run index (their plots,
         logs, compare); returns whether any still waits for its history."""
         waiting = [i for i in run_ids if i in board.runs and board.runs[i].summarized]
-        tailer = getattr(self.screen.app, "tailer", None)
-        if waiting and tailer is not None:
-            tailer.want(waiting)
+        if waiting:
+            self.feeds.tailer.want(waiting)
         return bool(waiting)
 
     def _drawable(self) -> Panes | None:
         """The panes, while the dashboard is up (not closing down, nor still opening: it redraws then)."""
         app = self.screen.app  # (not running: it is shutting down, removing the panes)
-        up = app.is_running and app.screen_stack and getattr(app, "dashboard", False)
+        up = app.is_running and app.screen_stack and self.feeds.dashboard
         return self.panes if up else None
 
     def draw_frame(self) -> None:
@@ -114,10 +115,9 @@ class Frames:
 
     def draw_devices(self) -> None:
         """Draw the app's latest device sample (if any), with the runs' labels as the table shows them."""
-        devices = getattr(self.screen.app, "devices", None)
-        if devices is not None and self.panes is not None:
-            others = getattr(self.screen.app, "other_hosts", ())  # other hosts' devices (issue 37)
-            self.panes.show_devices(devices, others, self.labels, self.clock())
+        devices = self.feeds.devices
+        if devices is not None and self.panes is not None:  # with other hosts' devices (issue 37)
+            self.panes.show_devices(devices, self.feeds.other_hosts, self.labels, self.clock())
 
     def _refresh_importance(self, ended: list[tuple[dict[str, Any], float]]) -> None:
         """Recompute the parameter importance in a thread when a trial of the shown search has ended."""

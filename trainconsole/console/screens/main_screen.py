@@ -27,6 +27,7 @@ from trainconsole.console.core.leaderboard import Search, Trial, searched
 from trainconsole.console.core.plot import next_metric, plotted
 from trainconsole.console.core.selection import Selection
 from trainconsole.console.filters import FilterError
+from trainconsole.console.screens.feeds import Feeds
 from trainconsole.console.screens.frames import Frames
 from trainconsole.console.screens.help_screen import show_help
 from trainconsole.console.screens.keys import (
@@ -73,16 +74,17 @@ class MainScreen(Screen[None]):
     BINDINGS = [*KEYS, *PANE_KEYS, RANK, MARK_SEARCH, *REFUSED, *WHY]
 
     def __init__(self, config: Config, source: str, path: str, board: Board, control: Control,
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], feeds: Feeds) -> None:
         super().__init__()
         self.config, self.source, self.config_path = config, source, path
         self.board, self.clock = board, clock  # the app's: the tailer's updates go into the board
+        self.feeds = feeds  # the app's devices, tailer and progress, by name
         self.pane = "runs"
         self.selection = Selection()
-        self.frames = Frames(self, board, self.selection, clock)
+        self.frames = Frames(self, board, self.selection, clock, feeds)
         self.control = control
         self.commands = RunCommands(self, control)
-        self.reads = TableReads(self, control, board, self.selection)
+        self.reads = TableReads(self, control, board, self.selection, feeds)
 
     def compose(self) -> ComposeResult:
         """The pane bar (narrow only), the panes, and the footer."""
@@ -263,12 +265,12 @@ class MainScreen(Screen[None]):
         self.notify(f"launched {event.run_id}")
         self.frames.select_next = event.run_id
         self.show_pane("runs")
-        self.app.tailer.poke()  # type: ignore[attr-defined]
+        self.feeds.tailer.poke()
 
     def on_run_commands_done(self, event: RunCommands.Done) -> None:
         """An action ended: say how, and read the runs at once."""
         self.notify(event.message, severity=event.severity)  # type: ignore[arg-type]
-        self.app.tailer.poke()  # type: ignore[attr-defined]
+        self.feeds.tailer.poke()
 
     # -- a search's trials: x stops the one under the leaderboard's cursor, t trains its config --------
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from trainconsole.console.core.board import Board
     from trainconsole.console.core.selection import Selection
+    from trainconsole.console.screens.feeds import Feeds
     from trainconsole.console.widgets.runs_table import RunsTable
     from trainconsole.control import Control
 
@@ -29,8 +30,10 @@ class TableReads:
 
     table: RunsTable
 
-    def __init__(self, screen: Screen[Any], control: Control, board: Board, selection: Selection) -> None:
+    def __init__(self, screen: Screen[Any], control: Control, board: Board, selection: Selection,
+                 feeds: Feeds) -> None:
         self.screen, self.control, self.board, self.selection = screen, control, board, selection
+        self.feeds = feeds
         self.filter: Filter | None = None
         self._meta_worker: Worker[None] | None = None
         self._filter_worker: Worker[None] | None = None
@@ -47,7 +50,7 @@ class TableReads:
     def _look_meta(self) -> None:
         # once the runs are read (the first rows come first), and one look at a time (it owns its marks)
         busy = self._meta_worker is not None and not self._meta_worker.is_finished
-        if busy or not getattr(self.screen.app, "loaded", False):
+        if busy or not self.feeds.loaded:
             return
         ids = list(self.board.runs)  # a copy for the thread: the board stays the UI thread's
         first = (self.selection.selected,) if self.selection.selected else ()
