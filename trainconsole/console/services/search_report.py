@@ -39,6 +39,8 @@ def text(search: Search) -> str:
         name = f"#{t.number}" if t.number else t.id[-6:]
         row = f"{mark:1} {name:>6} {status_text(t):<8} {t.iteration:>4} {best:>10}"
         lines.append(f"{row}  {searched(t.config)}")
+        if t.cause:  # why it failed, under it (a failed search's trials are read for this)
+            lines.append(f"{'':13}{t.status}: {t.cause}")
     bars = importance_bars(search)
     lines += ["", f"importance for {search.metric} (share of its variance over the ended trials):"]
     lines += [f"  {bar}" for bar in bars] or ["  (needs 3 ended trials with a result)"]
