@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from trainconsole.console.core.board import human_bytes
 from trainconsole.protocol import Event, RunDir
 from trainconsole.protocol.lost import stderr_cause
+from trainconsole.protocol.run_row import status_label
 
 #: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
 WORDS = frozenset({"cause", "message", "hint"})
@@ -73,9 +74,7 @@ def status_cell(row: dict[str, Any]) -> str:
         return f"{row['status']} (Slurm not answering since {since})"
     if slurm.get("reason") and row["status"] in ("queued", "killed", "failed", "stopped"):
         return f"{row['status']}: {slurm['reason']}"
-    if row.get("paused") and row["status"] == "running":
-        return f"paused: {row['paused']}"
-    return f"{row['status']}: {row['paused']}" if row.get("paused") else row["status"]
+    return status_label(row["status"], row.get("paused"))
 
 
 def epoch_cell(last: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, read_all
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
 from .rates import MeanRate
-from .run_row import DISK_CODES, RunRow
+from .run_row import DISK_CODES, RunRow, paused_for
 from .rundir import RunDir, epochs_in
 
 #: The bytes at the end of a log read whole (`events.tail`'s): the rest is searched (`scan`).
@@ -93,8 +93,9 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
     meta = read_meta(run)
     out.update(id=run.id, status=status, last=last, tags=tags_of(meta), note=str(meta.get("note") or ""),
                size=disk_size(run.path))
-    if facts.disk_full and status in ("running", "lost"):  # as the console's row says it
-        out["paused"] = "disk full"
+    paused = paused_for(status, facts.disk_full)  # as the console's row says it
+    if paused:
+        out["paused"] = paused
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
     if failure is not None and status == "failed":
         out["cause"] = failure.get("cause")

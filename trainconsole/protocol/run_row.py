@@ -25,6 +25,22 @@ NOT_METRICS = frozenset({"v", "t", "run", "type", "step", "epoch", "epochs", "ra
                          "train_s", "mem", "timing", "lr", "samples_per_s"})
 #: The warnings that say a run waits for disk space, and that it has it back.
 DISK_CODES = ("disk_full", "disk_space_back")
+#: What a run waiting for disk space is paused for: the `ls` row's `paused`, the status cell's words.
+DISK_FULL = "disk full"
+
+
+def paused_for(status: str, disk_full: bool) -> str | None:
+    """What a run is paused for: DISK_FULL while its last word on the disk is `disk_full` and it runs
+    (it waits) or is lost (it vanished waiting); else None."""
+    return DISK_FULL if disk_full and status in ("running", "lost") else None
+
+
+def status_label(status: str, paused: str | None) -> str:
+    """A status as a run's row shows it: `paused: disk full` for a running run that waits, `lost: disk
+    full` for one lost while it waited (`paused`: `paused_for`'s word)."""
+    if not paused:
+        return status
+    return f"{'paused' if status == 'running' else status}: {paused}"
 
 
 def is_num(value: Any) -> bool:

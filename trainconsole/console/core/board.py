@@ -17,6 +17,7 @@ from trainconsole.console.core.plot import RUN_COLORS, PlotLine, next_metric, pl
 from trainconsole.console.core.run_state import Event, Note, RunState, label
 from trainconsole.console.core.run_update import RunUpdate
 from trainconsole.console.core.weights import Snapshot
+from trainconsole.protocol.run_row import paused_for, status_label
 
 #: (The plot's names too: imported from here before `core.plot` was its own.)
 __all__ = ["RUN_COLORS", "Board", "PlotLine", "View", "build_view", "label", "next_metric", "plot_lines",
@@ -138,8 +139,9 @@ def status_text(run: RunState) -> str:
     """The status cell: `paused: disk full` / `lost: disk full` for a run stuck on a full disk,
     `queued: Resources` for a Slurm job waiting (Slurm's reason)."""
     status = run.status
-    if run.disk_full and status in ("running", "lost"):
-        return ("paused" if status == "running" else status) + ": disk full"
+    paused = paused_for(status, run.disk_full)
+    if paused:
+        return status_label(status, paused)
     if status == "queued" and run.slurm_reason:  # Slurm's own word on why its job waits
         return f"queued: {run.slurm_reason}"
     return status
