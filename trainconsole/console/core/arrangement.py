@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP
+from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, VALUES
 
 if TYPE_CHECKING:  # (the first frame's empty table holds an Arrangement: it loads no board)
     from trainconsole.console.core.board import Row
@@ -70,14 +70,7 @@ class Arrangement:
 
 
 def sort_key(column: str, now: float) -> Callable[[RunState | None], Any]:
-    """What a column sorts by for a run (None: the run has no value there, it goes last)."""
-    def value(run: RunState | None) -> Any:
-        if run is None:
-            return None
-        return {
-            "run": lambda: (run.name or run.id).lower(), "status": lambda: run.status,
-            "strategy": lambda: run.strategy or None, "epoch": lambda: run.epoch, "loss": lambda: run.loss,
-            "acc": lambda: run.val_acc, "rate": lambda: run.samples_per_s,
-            "elapsed": lambda: run.elapsed(now), "host": lambda: run.host,
-        }[column]()
-    return value
+    """What a column sorts by for a run: the value its cell shows (`columns.VALUES`; None: the run has no
+    value there, it goes last)."""
+    of = VALUES[column]
+    return lambda run: None if run is None else of(run, now)

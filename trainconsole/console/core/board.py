@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any as Object
 
-from trainconsole.console.core import leaderboard
+from trainconsole.console.core import columns, leaderboard
 from trainconsole.console.core.columns import FIGURE_WIDTHS, count, figure, fraction
 from trainconsole.console.core.plot import RUN_COLORS, PlotLine, next_metric, plot_lines, plotted, trial_lines
 from trainconsole.console.core.run_state import Event, Note, RunState, label
@@ -119,13 +119,9 @@ def row(run: RunState, now: float, marked: bool = False) -> tuple[str, ...]:
     if run.world_size and run.world_size > 1:
         strategy += f"×{run.world_size}"
     epoch = "-" if run.epoch is None else fraction(run.epoch, run.epochs or None, FIGURE_WIDTHS["epoch"])
-    acc = _num(run.val_acc, "acc", ".3f")
-    if run.search is not None and run.search.trials:  # a search: its trial count and best metric so far
-        leader = run.search.leader()
-        best = None if leader is None else leader.best
-        epoch, acc = f"{len(run.search.trials)} tr", _num(best, "acc", ".3g")
-    elif run.trials_summary is not None:  # an ended search whose log is not read (the run index's figures)
-        epoch, acc = f"{run.trials_summary[0]} tr", _num(run.trials_summary[1], "acc", ".3g")
+    searched = columns.trials(run)  # a search: its trial count, and its best metric so far as its acc
+    epoch = epoch if searched is None else f"{searched} tr"
+    acc = _num(columns.acc(run), "acc", ".3f" if searched is None else ".3g")
     elapsed = run.elapsed(now)
     return (
         ("● " if marked else "! " if run.problem else "") + label(run), status_text(run), strategy, epoch,
