@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP := $(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt
+PIP := $(PY) -m pip install --disable-pip-version-check --progress-bar on -c constraints.txt
 # gpu-check: the venv's python, unless PYTHON is given (a GPU box: `make gpu-check PYTHON=python3`).
 GPU_PY := $(if $(filter command line,$(origin PYTHON)),$(PYTHON),$(if $(wildcard $(PY)),$(PY),$(PYTHON)))
 
@@ -12,10 +12,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: pyproject.toml constraints.txt | $(PY)
+	@echo "installing trainconsole with every extra ('.[all]': torch with its CUDA libraries, Ray, ...) into $(VENV): about 6.4 GB, several minutes the first time"
 	$(PIP) -e '.[all]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml constraints.txt | $(PY)
+	@echo "installing trainconsole with every extra and the test tools ('.[all,dev]') into $(VENV): about 6.4 GB, several minutes the first time"
 	$(PIP) -e '.[all,dev]'
 	touch $@ $(VENV)/.installed
 
