@@ -1,8 +1,9 @@
 """Public scripts of the shapes the probe measures beyond one optimizer (fixtures/probe_corpus/: the
 originals' loops and format strings, real torch): pytorch/examples' DCGAN (two optimizers stepped in turn)
 pytorch/tutorials' polynomial_autograd (no optimizer: a hand-written update) and facebookresearch/mae's
-fine-tuning (layer-wise lr decay, gradient accumulation). Every step, printed line, loss and lr checked
-against what the script counted itself (`counters.py`)."""
+fine-tuning (layer-wise lr decay, gradient accumulation) and optuna-examples' pytorch_simple (a study: a new
+model and optimizer each trial, each trial a segment of the run). Every step, printed line, loss and lr
+checked against what the script counted itself (`counters.py`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from script_helpers import EXE, FIXTURES
 from test_script_probe_corpus import from_text, own
 
 CORPUS = FIXTURES / "probe_corpus"
-SCRIPTS = ("pytorch_dcgan", "polynomial_autograd", "mae_finetune")
+SCRIPTS = ("pytorch_dcgan", "polynomial_autograd", "mae_finetune", "optuna_pytorch_simple")
 ENDS = ("finished", "failed", "stopped", "killed")
 
 pytestmark = pytest.mark.slow
@@ -88,5 +89,19 @@ def test_layer_decay_and_accumulation_the_steps_losses_and_lrs_the_scripts(runs:
     lrs = [counted["lrs"][e["step"] - 1] for e in probed]
     assert [e["lr"] for e in probed] == pytest.approx([each[largest] for each in lrs])
     assert [e["lrs"] for e in probed] == [pytest.approx(each) for each in lrs]
+    steps = [e["step"] for e in got if e["type"] == "step"]
+    assert steps == sorted(steps)
+
+
+def test_a_study_each_trials_model_its_segment(runs: dict[str, Any]) -> None:
+    got, counted = runs["optuna_pytorch_simple"]
+    trials = counted["trials"]  # each trial's optimizer steps
+    assert len(trials) == 5 and got[-1]["type"] == "finished" and got[-1]["step"] == sum(trials)
+    probed = [e for e in got if e["type"] == "step" and e["source"] == "probe"]
+    ends = [sum(trials[:i + 1]) for i in range(len(trials))]  # the run's step goes on across the trials
+    for e in probed:
+        segment = e.get("segment", 1)
+        assert ends[segment - 1] - trials[segment - 1] < e["step"] <= ends[segment - 1]
+    assert {e.get("segment", 1) for e in probed} == {1, 2, 3, 4, 5}  # every trial's model, not the first's
     steps = [e["step"] for e in got if e["type"] == "step"]
     assert steps == sorted(steps)

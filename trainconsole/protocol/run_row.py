@@ -22,7 +22,7 @@ LIVE = ("running", "queued")
 #: A step event's fields that are not a training metric of its own (the trainer's rate and learning
 #: rate included: the console's `m` cycles through what a script logs beside its loss).
 NOT_METRICS = frozenset({"v", "t", "run", "type", "step", "epoch", "epochs", "rank", "count", "samples",
-                         "train_s", "mem", "timing", "lr", "samples_per_s"})
+                         "train_s", "mem", "timing", "lr", "samples_per_s", "segment"})
 #: The warnings that say a run waits for disk space, and that it has it back.
 DISK_CODES = ("disk_full", "disk_space_back")
 #: What a run waiting for disk space is paused for: the `ls` row's `paused`, the status cell's words.

@@ -49,6 +49,8 @@ class ProbeFigures:
         if self.epochs:
             fields["epochs"] = self.epochs
         fields.update(self.losses(rec))
+        if rec.get(R.SEGMENT):  # the run's second model on (a study's trial, a fold)
+            fields["segment"] = rec[R.SEGMENT]
         if "lr" not in self.own and _finite(rec.get(R.LR)):
             fields["lr"] = rec[R.LR]
             if len(rec.get(R.LRS) or ()) > 1:

@@ -56,6 +56,8 @@ class R:
     # (TRAINED: the samples since the first step, SECONDS: since it ended; LAST: the last step's own loss,
     # by name as in NAMED, in the final record)
     TRAINED, SECONDS, LAST = "trained", "seconds", "last"
+    # (SEGMENT: which model of the run, once a second one began: a study's trials, k-fold's folds)
+    SEGMENT = "segment"
     # line
     STREAM, TEXT_HEAD, PHASE = "s", "h", "ph"
     # exit, reports
@@ -83,11 +85,12 @@ class Channel:
 class Stepper:
     """One optimizer of the process: its steps, and the losses of the steps since the last record."""
 
-    __slots__ = ("optimizer", "steps", "loss_sum", "loss_n", "last", "largest", "groups", "names", "var",
-                 "in_turn")
+    __slots__ = ("optimizer", "steps", "offset", "loss_sum", "loss_n", "last", "largest", "groups", "names",
+                 "var", "in_turn")
 
     def __init__(self, optimizer: Any, names: list[str]) -> None:
         self.optimizer, self.steps = optimizer, 0
+        self.offset = 0  # the run's step when its segment began (its steps go on from there)
         self.loss_sum: Any = 0.0  # the step losses since the last record (a tensor where they live on a GPU)
         self.loss_n = 0
         self.last: Any = None  # its last step's own loss
@@ -116,9 +119,10 @@ class State:
     """What one process did so far (slots: the hooks read it every step)."""
 
     __slots__ = ("pid", "channel", "step", "first", "last", "steppers", "several", "lr", "pending",
-                 "pending_n", "naming", "names", "by_hand", "first_begun", "nonfinite", "scaled", "epoch",
-                 "epoch_start", "batches", "last_batch", "train_loader", "loader", "credited", "samples",
-                 "batch_samples", "trained", "began", "read_batches", "eval_at", "open", "due", "ended")
+                 "pending_n", "naming", "names", "by_hand", "first_begun", "segment", "nonfinite", "scaled",
+                 "epoch", "epoch_start", "batches", "last_batch", "train_loader", "loader", "credited",
+                 "samples", "batch_samples", "trained", "began", "read_batches", "eval_at", "open", "due",
+                 "ended")
 
     def __init__(self, folder: str) -> None:
         self.pid = os.getpid()
@@ -135,6 +139,7 @@ class State:
         self.names: list[str] = []
         self.by_hand = False  # no optimizer: a backward followed by an in-place update is a step
         self.first_begun = False  # an optimizer began a step (in this process or its parent)
+        self.segment = 1  # which model of the run is training (a new optimizer after the last stopped)
         self.nonfinite = False
         self.scaled: tuple[int, Any] | None = None  # (id of GradScaler.scale's output, its scale)
         self.epoch, self.epoch_start, self.batches = 0, 0, None
@@ -194,7 +199,7 @@ class Probe:
                 st.names = []
             if opt is st.first:
                 st.lr = opt.lr()  # this step's (a scheduler may change it)
-            self.count(st, opt.steps)
+            self.count(st, opt.offset + opt.steps)
         except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
             pass
 
@@ -231,10 +236,21 @@ class Probe:
         if opt is None:
             opt = st.steppers[id(optimizer)] = Stepper(optimizer, st.names)
             st.first = st.first or opt
+            if st.last is not None and not st.several and st.last.steps > 1:
+                self.new_segment(st, opt)
         elif st.last is not None:
             st.several = opt.in_turn = st.last.in_turn = True
+            if st.last.offset and st.last.steps == 1:  # in turn after all (a WGAN's critic first): no segment
+                st.segment, st.last.offset, st.first = st.segment - 1, 0, opt
         st.last = opt
         return opt
+
+    def new_segment(self, st: State, opt: Stepper) -> None:
+        """A new optimizer after the last one stepped alone: a new model (a study's trial, a fold, a
+        retrain). The last one's figures are sent; the new one's steps and epochs go on from the run's."""
+        if any(other.loss_n for other in st.steppers.values()):
+            self.send_step(st)
+        st.segment, opt.offset, st.first, st.epoch = st.segment + 1, st.step, opt, 0
 
     def new_epoch(self, st: State) -> None:
         """The DataLoader being iterated made a step: an epoch of the training loader begins."""
@@ -317,6 +333,8 @@ class Probe:
             record[R.LRS] = [lr for lr in (g.get("lr") for g in groups) if _number(lr)]
         if st.by_hand:
             record[R.BY_HAND] = True
+        if st.segment > 1:
+            record[R.SEGMENT] = st.segment
         if final:
             record[R.FINAL], record[R.LAST] = True, self.last_losses(st)
         st.samples = 0
