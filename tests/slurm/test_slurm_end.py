@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from trainconsole.protocol.places import slurm_end
 
 TIMEOUT = """7|TIMEOUT|0:0|00:01:21||n1|None|00:01:00|2026-11-28T04:10:00
@@ -36,3 +38,17 @@ def test_each_end_state_is_told_in_slurms_words_with_its_record() -> None:
     node_fail = slurm_end.parse_sacct("3", "3|NODE_FAIL|0:0|00:00:40||n[1-2]|None|10|2026-11-28T04:10:00\n")
     assert node_fail is not None and slurm_end.cause(node_fail, "n2") == "node n2 failed"
     assert slurm_end.parse_sacct("8", TIMEOUT) is None
+
+
+def test_a_stop_by_slurms_time_limit_signal_says_so_and_a_stop_of_ours_does_not() -> None:
+    from trainconsole.protocol.places.slurm import row_fields
+
+    now = time.time()
+    info = {"started_at": now - 560, "ended_at": now,
+            "slurm": {"job_id": "7", "time": "10", "signal_s": 60, "partition": "debug"}}
+    stopped = [{"type": "started", "t": now - 559}, {"type": "stopped", "t": now}]
+    assert row_fields(info, "stopped", stopped)["reason"] == "time limit near"  # --signal=B:TERM@60
+    ours = {**info, "slurm": {**info["slurm"], "stop_asked_at": now - 1}}
+    assert row_fields(ours, "stopped", stopped)["reason"] is None
+    early = {**info, "started_at": now - 60}  # stopped a minute in: not the limit's signal
+    assert row_fields(early, "stopped", stopped)["reason"] is None

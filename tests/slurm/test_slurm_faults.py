@@ -68,7 +68,9 @@ def test_a_sigkilled_trainer_is_settled_from_sacct_after_squeue_forgot_it(cluste
 
 
 def test_an_unreachable_controller_is_said_never_guessed(cluster: Cluster, home: Path) -> None:
-    fill_nodes(cluster)
+    training = launch(DIGITS, "--slurm", "--set", "train.epochs=500")
+    wait_for(lambda: row(training)["status"] == "running", 60, "running")
+    fill_nodes(cluster)  # one takes the other node, one waits
     waiting = launch(DIGITS, "--slurm", "--set", "train.epochs=1")
     job_id = wait_for(lambda: (r := row(waiting))["status"] == "queued" and r["slurm"]["reason"]
                       in ("Resources", "Priority") and r["slurm"]["job_id"], 60, "queued")
@@ -79,17 +81,23 @@ def test_an_unreachable_controller_is_said_never_guessed(cluster: Cluster, home:
         found = row(waiting)
         print(f"ls --json with the controller down: {time.monotonic() - start:.2f} s")
         assert found["status"] == "queued" and found["slurm"]["unreachable_since"] is not None
-        for action in ("kill", "stop"):
-            done = cli(action, waiting)
+        assert row(training)["status"] == "running"  # as last known: never lost
+        assert "Slurm not answering since" in cli("ls").stdout
+        for action, run_id in (("kill", waiting), ("stop", waiting), ("stop", training)):
+            done = cli(action, run_id)
             assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
             assert "does not answer" in done.stderr and "Traceback" not in done.stderr
         assert [e["type"] for e in events(home, waiting)] == ["queued"]  # nothing recorded
+        assert "stopped" not in [e["type"] for e in events(home, training)]
     finally:
         cluster.start_controller()
     wait_for(lambda: row(waiting)["slurm"]["unreachable_since"] is None, 60, "Slurm answering again")
     assert row(waiting)["status"] == "queued" and in_squeue(cluster, job_id)
-    assert cli("kill", waiting).returncode == 0
-    assert row(waiting)["status"] == "killed" and not in_squeue(cluster, job_id)
+    assert row(training)["status"] == "running"
+    for run_id in (waiting, training):
+        assert cli("kill", run_id).returncode == 0
+        assert row(run_id)["status"] == "killed"
+    assert not in_squeue(cluster, job_id)
 
 
 def test_an_outside_requeue_waits_queued_then_goes_on(cluster: Cluster, home: Path) -> None:

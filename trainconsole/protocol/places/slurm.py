@@ -78,9 +78,9 @@ def poll_s() -> float:
 
 
 #: How long squeue may take (a controller that answers does so in well under a second); once it did not
-#: answer, it is asked again only every `RETRY_S`, for at most `DOWN_TIMEOUT_S`, so readers stay fast.
-SQUEUE_TIMEOUT_S = 8.0
-DOWN_TIMEOUT_S = 0.6
+#: answer, it is asked again only every `RETRY_S`, and only if its port takes a connection, so that
+#: readers stay fast (the last answer kept, on disk too, for every reader of the home).
+SQUEUE_TIMEOUT_S = 5.0
 RETRY_S = 10.0
 SQUEUE_FORMAT = "%i|%T|%r|%N|%P|%l|%L"
 
@@ -129,9 +129,9 @@ class Scheduler:
 
     def _refresh(self) -> None:
         down = self.unreachable
-        out = None if controller_refuses() else \
-            _client("squeue", "-h", "--me", "--states=all", "-o", SQUEUE_FORMAT,
-                    timeout=DOWN_TIMEOUT_S if down else SQUEUE_TIMEOUT_S)
+        # (probed only once it did not answer: a healthy controller is never sent an empty connection)
+        out = None if down and controller_refuses() else \
+            _client("squeue", "-h", "--me", "--states=all", "-o", SQUEUE_FORMAT, timeout=SQUEUE_TIMEOUT_S)
         self._at = time.time()
         if out is None:  # keep the last view: a controller down must not make every run lost
             self.unreachable_since = self.unreachable_since or self._at
@@ -298,8 +298,13 @@ def requeuing(info: dict[str, Any]) -> bool:
 
 
 def reason(info: dict[str, Any]) -> str | None:
-    """Why the run's job waits (Slurm's `Priority`, `Resources`...), while it is pending."""
+    """Why the run's job waits (Slurm's `Priority`, `Resources`...), while it is pending; while the
+    controller does not answer, that (the console's status cell: `queued: Slurm not answering since
+    04:12`)."""
     found = job(info)
+    since = SCHEDULER.unreachable_since
+    if since is not None and (found is None or found.pending):
+        return "Slurm not answering since " + time.strftime("%H:%M", time.localtime(since))
     return found.reason if found is not None and found.pending else None
 
 
@@ -350,8 +355,13 @@ def back_in_queue(path: Path, found: Job) -> None:
 def time_limit_stop(info: dict[str, Any]) -> bool:
     """Whether the run's `stopped` came from Slurm's signal before its time limit (`--signal`), not from
     a stop of ours."""
+    from ..slurm_config import time_limit_s
+
     slurm = info.get("slurm") or {}
-    return bool(slurm.get("signal_s")) and not stop_asked(info) and bool(slurm.get("time"))
+    limit, signal_s = time_limit_s(slurm.get("time") or ""), slurm.get("signal_s") or 0
+    ran = (info.get("ended_at") or 0.0) - (info.get("started_at") or 0.0)
+    # Slurm sends the signal up to a minute before it was asked to
+    return bool(limit and signal_s) and not stop_asked(info) and ran >= limit - signal_s - 60 - 5
 
 
 def settle(run_path: str | os.PathLike[str], info: dict[str, Any]) -> str | None:
