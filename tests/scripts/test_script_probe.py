@@ -60,11 +60,11 @@ def test_step_epoch_lr_loss_and_phase_are_the_scripts_own(home: Path, tmp_path: 
     assert [e["step"] for e in text] == [s for s in own["steps"] if s % 2 == 0]
     assert all(e["epoch"] == epoch_of[e["step"]] and e["loss"] == round(loss_of[e["step"]], 4) for e in text)
     evals = [e for e in got if e["type"] == "eval"]
-    # after each epoch but the last: `Train set: loss` stays the train split's; `train X valid Y` is found
-    assert [e["step"] for e in evals] == [s for s in own["evals"][:-1] for _ in (0, 1)]
-    assert all("train_loss" in e for e in evals) and sum("val_loss" in e for e in evals) == 2
-    results = of_type(home, run_id, "result")  # the last epoch's, printed after the last step
-    assert {e["step"] for e in results} == {own["steps"][-1]} and "train_loss" in results[0]
+    # after each epoch: `Train set: loss` stays the train split's; `train X valid Y` is found; the last
+    # epoch's, printed after the last step, repeats the evaluations before it: an evaluation, no result
+    assert [e["step"] for e in evals] == [s for s in own["evals"] for _ in (0, 1)]
+    assert all("train_loss" in e for e in evals) and sum("val_loss" in e for e in evals) == 3
+    assert not of_type(home, run_id, "result")
     assert not [e for e in got if e["type"] == "step" and "lr" in e and e["source"] == "text"]  # no config
 
 

@@ -221,16 +221,7 @@ class Measured:
         known = self.steps.get(self.main or 0, 0)
         while self.held and (after or self.held[0][1].step < known):
             line, stamp = self.held.pop(0)
-            result = after and (self.evaluated or (stamp.phase == "eval" and not self._repeats(line)))
-            self.evaluated = self.evaluated or result
-            self._emit(line, stamp, result)
-
-    def _repeats(self, line: str) -> bool:
-        """Whether a line printed after the last step is the script's validation again (same names, no
-        split called test): an evaluation, as each before it was, not a result."""
-        parsed = read(self.tables.named(line), self.patterns, evaluating=True)
-        names = {*parsed.eval, *parsed.result}
-        return bool(names) and names <= self.eval_names and not TEST_SPLIT.search(line)
+            self._emit(line, stamp, after and self._result(line, stamp))
 
     def _flush(self, upto: float) -> None:
         """Write the step records up to step UPTO (and those held HOLD_S): a printed line joins the step it
@@ -246,20 +237,27 @@ class Measured:
             stamped = (s.step for stamps in self.stamps.values() for s in stamps if s.pid == self.main)
             self._flush(min((*(s.step for _, s in self.held), *stamped), default=math.inf))
 
-    def _repeats(self, line: str) -> bool:
-        """Whether a line printed after the last step is the script's validation again (same names, no
-        split called test): an evaluation, as each before it was, not a result."""
+    def _result(self, line: str, stamp: Stamp) -> bool:
+        """Whether a line printed after the last step is a result: from the first evaluation's figures
+        that the script did not evaluate while training (other names, or a split called test) on. The
+        script's validation again (same names) is an evaluation, as each before it was."""
+        if self.evaluated or stamp.phase != "eval":
+            return self.evaluated
         parsed = read(self.tables.named(line), self.patterns, evaluating=True)
         names = {*parsed.eval, *parsed.result}
-        return bool(names) and names <= self.eval_names and not TEST_SPLIT.search(line)
+        self.evaluated = bool(names) and (not names <= self.eval_names or bool(TEST_SPLIT.search(line)))
+        return self.evaluated
 
     def _emit(self, line: str, stamp: Stamp, after: bool) -> None:
         """A line's metrics at its stamp: a step's, an evaluation's, or (AFTER training) a result."""
         self._flush(stamp.step)
         evaluating = stamp.phase == "eval"
-        parsed = read(self.tables.named(line), self.patterns, evaluating, trained=after)
-        if evaluating and PROGRESS.search(line):  # a bar ended while evaluating (another bar's newline, or
-            parsed.step.clear()  # a bar over the evaluation's batches): its running figures are progress
+        # A bar ended while evaluating (by another bar's newline, or a bar over the evaluation's batches):
+        # its running figures are progress; only those named for their split (`val_loss=`) are kept.
+        bar = evaluating and bool(PROGRESS.search(line))
+        parsed = read(self.tables.named(line), self.patterns, evaluating and not bar, trained=after)
+        if bar:
+            parsed.step.clear()
         pair = None if parsed.metrics or after else POSITION_LOSS.match(line)
         if pair:  # `99 0.53` (a hand-written update's `print(t, loss.item())`): the probe has the step
             parsed.step["loss"] = float(pair.group(1))
