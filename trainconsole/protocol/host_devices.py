@@ -68,12 +68,12 @@ class HostSnapshot:
 
 def watch(home: str | os.PathLike[str]) -> None:
     """Say that a console is looking at the hosts' devices (publishers speed up for WATCHED_S)."""
-    mark = folder(home) / WATCHED
+    flag = folder(home) / WATCHED
     try:
-        os.utime(mark)
+        os.utime(flag)
     except FileNotFoundError:
-        mark.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        mark.touch()
+        flag.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        flag.touch()
 
 
 def watched(home: str | os.PathLike[str], now: float) -> bool:

@@ -120,16 +120,16 @@ def searched(config: dict[str, Any]) -> str:
 
 
 def rows(search: Search) -> list[tuple[str, tuple[str, ...]]]:
-    """The leaderboard's rows, best first: (trial id, (rank mark, trial, status, iter, metric, memory,
+    """The leaderboard's rows, best first: (trial id, (star, trial, status, iter, metric, memory,
     samples/s, values))."""
     leader = search.leader()
     out = []
     for trial in search.ranked():
-        mark = "★" if leader is not None and trial.id == leader.id else ""
+        star = "★" if leader is not None and trial.id == leader.id else ""
         metric = "-" if trial.best is None else f"{trial.best:.4g}"
         values = trial.cause if trial.status == "error" else searched(trial.config)
         name = f"#{trial.number}" if trial.number else trial.id[-6:]
-        cells = (mark, name, status_text(trial), str(trial.iteration), metric, _mb(trial.peak_mb),
+        cells = (star, name, status_text(trial), str(trial.iteration), metric, _mb(trial.peak_mb),
                  _rate(trial.samples_per_s), values)
         out.append((trial.id, cells))
     return out

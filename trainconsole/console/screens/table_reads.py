@@ -48,7 +48,7 @@ class TableReads:
     # -- tags and notes --------------------------------------------------------------------------------
 
     def _look_meta(self) -> None:
-        # once the runs are read (the first rows come first), and one look at a time (it owns its marks)
+        # once the runs are read (the first rows come first), and one look at a time (it owns its stamps)
         busy = self._meta_worker is not None and not self._meta_worker.is_finished
         if busy or not self.feeds.loaded:
             return

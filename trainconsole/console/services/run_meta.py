@@ -57,12 +57,12 @@ class MetaWatch:
             path = f"{self.runs}/{run_id}"
             try:
                 st = os.stat(f"{path}/{META}")
-                mark = (st.st_mtime_ns, st.st_ino)
+                stamp = (st.st_mtime_ns, st.st_ino)
             except OSError:
-                mark = (0, 0)
-            if self._seen.get(run_id, (0, 0)) != mark:
-                self._seen[run_id] = mark
-                meta = read_meta(RunDir(path)) if mark != (0, 0) else {}
+                stamp = (0, 0)
+            if self._seen.get(run_id, (0, 0)) != stamp:
+                self._seen[run_id] = stamp
+                meta = read_meta(RunDir(path)) if stamp != (0, 0) else {}
                 changed[run_id] = RunMeta(tags_of(meta), str(meta.get("note") or ""))
         for gone in self._seen.keys() - set(run_ids):
             del self._seen[gone]

@@ -34,10 +34,10 @@ def text(search: Search) -> str:
     leader = search.leader()
     lines = [f"{'':1} {'trial':>6} {'status':<8} {'iter':>4} {search.metric:>10}  searched"]
     for t in search.ranked():
-        mark = "*" if leader is not None and t.id == leader.id else ""
+        star = "*" if leader is not None and t.id == leader.id else ""
         best = "-" if t.best is None else f"{t.best:.4g}"
         name = f"#{t.number}" if t.number else t.id[-6:]
-        row = f"{mark:1} {name:>6} {status_text(t):<8} {t.iteration:>4} {best:>10}"
+        row = f"{star:1} {name:>6} {status_text(t):<8} {t.iteration:>4} {best:>10}"
         lines.append(f"{row}  {searched(t.config)}")
         if t.cause:  # why it failed, under it (a failed search's trials are read for this)
             lines.append(f"{'':13}{t.status}: {t.cause}")

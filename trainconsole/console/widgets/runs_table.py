@@ -132,19 +132,19 @@ class RunsTable(CellTable):
             self.select(keep)
 
     def show_rows(self, rows: list[Row], runs: dict[str, RunState], now: float, selected: str | None) -> None:
-        """One frame's rows, as this table's view shows them (filtered, sorted, tagged), and the selected
-        run's tags and note in the title."""
+        """One frame's rows, as this table's arrangement shows them (filtered, sorted, tagged), and the
+        selected run's tags and note in the title."""
         self.update_rows(self.arrangement.arrange(rows, runs, now))
         self.show_title(selected)
 
     def show_title(self, run_id: str | None) -> None:
         """The selected run's tags and note, whole, in the pane's title (the run column has room for a few
         letters of them at 80x24), after the filter if one is on."""
-        view = self.arrangement
-        tags = " ".join(f"#{t}" for t in view.tags.get(run_id or "", []))
-        meta = " · ".join(part for part in (tags, view.notes.get(run_id or "", "")) if part)
+        arrangement = self.arrangement
+        tags = " ".join(f"#{t}" for t in arrangement.tags.get(run_id or "", []))
+        meta = " · ".join(part for part in (tags, arrangement.notes.get(run_id or "", "")) if part)
         title = "runs (read-only)" if self.read_only else "runs"
-        title += f": {view.filter_text}" if view.filter_text else ""
+        title += f": {arrangement.filter_text}" if arrangement.filter_text else ""
         title += f" · selected: {meta}" if meta else ""
         if self.border_title != title:
             self.border_title = title
@@ -206,8 +206,8 @@ class RunsTable(CellTable):
 
     def clear_filter(self) -> None:
         """Every run again."""
-        view = self.arrangement
-        view.shown, view.filter_text = None, ""
+        arrangement = self.arrangement
+        arrangement.shown, arrangement.filter_text = None, ""
         self.focus()
         self.post_message(self.Rearranged())
 

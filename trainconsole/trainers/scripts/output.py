@@ -35,13 +35,14 @@ from .tracebacks import TracebackWatch
 
 __all__ = ["MAX_LINE", "LEAK_WARMUP_STEPS", "OutputEvents", "Pump"]
 
-#: The `State.stream` of a rank's line waiting for the same step's line of a lower rank.
+#: The `HeldLine.stream` of a rank's line waiting for the same step's line of a lower rank.
 RANKS = "ranks"
 
 
 @dataclass
-class State:
-    """A progress bar's state waiting for the next: its stream, bar total, step and what it showed."""
+class HeldLine:
+    """A line held back for the next: a progress bar's draw (its stream, bar total, step and what it showed),
+    or a rank's line waiting for a lower rank's at the same step."""
 
     stream: str
     total: int | None
@@ -62,7 +63,7 @@ class OutputEvents:
         self.watch = TracebackWatch()
         self.steps = Steps(batch_size)
         self.bars = Bars()
-        self.pending: State | None = None  # the last state drawn at a bar's count, not yet written
+        self.pending: HeldLine | None = None  # the last line drawn at a bar's count, not yet written
         self.redraws = Redraws()  # HF Trainer lines and the bar redrawn after each
         self.tables = Tables()  # a table's header: its rows' values under their columns' names
         self.evaluating = False  # evaluation progress or heading came: the next result is the evaluation's
@@ -176,7 +177,7 @@ class OutputEvents:
             self._flush()
         self.steps.step = step
         if parsed.metrics:
-            self.pending = State(stream, total, step, parsed, self._where(parsed))
+            self.pending = HeldLine(stream, total, step, parsed, self._where(parsed))
 
     def _line(self, text: str, parsed: Parsed) -> None:
         if parsed.where.rank is not None and self._same_step_other_rank(parsed):
@@ -197,7 +198,7 @@ class OutputEvents:
             parsed.step.clear()  # this rank's step was written already
         self.steps.step = step
         if parsed.where.rank is not None and parsed.step:  # waits: rank 0's line of this step may follow
-            self.pending = State(RANKS, None, step, parsed, self._where(parsed))
+            self.pending = HeldLine(RANKS, None, step, parsed, self._where(parsed))
         else:
             self.out.emit(step, parsed, self._where(parsed))
 
@@ -210,7 +211,7 @@ class OutputEvents:
         if step != pending.step:
             return False
         if parsed.where.rank < (pending.parsed.where.rank or 0):  # type: ignore[operator]
-            self.pending = State(RANKS, None, step, parsed, self._where(parsed))
+            self.pending = HeldLine(RANKS, None, step, parsed, self._where(parsed))
         return True
 
     def _summary(self, parsed: Parsed) -> bool:

@@ -115,7 +115,7 @@ class Stepper:
         return mean
 
 
-class State:
+class ProcessFacts:
     """What one process did so far (slots: the hooks read it every step)."""
 
     __slots__ = ("pid", "channel", "step", "first", "last", "steppers", "several", "lr", "pending",
@@ -165,21 +165,21 @@ class Probe:
 
     def __init__(self, torch: Any, folder: str) -> None:
         self.torch, self.folder = torch, folder
-        self.state = State(folder)
+        self.state = ProcessFacts(folder)
         self.rank = os.environ.get("RANK")
 
-    def current(self) -> State:
+    def current(self) -> ProcessFacts:
         """This process's state (a forked child's own: `forked` renews it)."""
         return self.state
 
     def forked(self) -> None:
         """In a forked child (a DataLoader worker, an mp worker): its own count and channel file (the
         hooks it inherits: whether in-place updates are watched, whether an optimizer stepped)."""
-        parent, self.state = self.state, State(self.folder)
+        parent, self.state = self.state, ProcessFacts(self.folder)
         self.state.by_hand, self.state.first_begun = parent.by_hand, parent.first_begun
         self.hello(self.state)
 
-    def hello(self, st: State) -> None:
+    def hello(self, st: ProcessFacts) -> None:
         """Say who this process is."""
         st.channel.send({R.KIND: R.HELLO, R.PPID: os.getppid(), R.RANK: self.rank,
                          R.LOCAL_RANK: os.environ.get("LOCAL_RANK"), R.ARGV: sys.argv[:8]})
@@ -203,7 +203,7 @@ class Probe:
         except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
             pass
 
-    def count(self, st: State, n: int) -> None:
+    def count(self, st: ProcessFacts, n: int) -> None:
         """A step that made N steps of its optimizer: the run's step where no optimizer made as many. A
         record is sent once the iteration is whole (each optimizer stepping in turn made its step), from
         the second step on (by then, whether several optimizers step in turn is known)."""
@@ -225,11 +225,11 @@ class Probe:
             self.send_step(st)
 
     @staticmethod
-    def iteration_done(st: State) -> bool:
+    def iteration_done(st: ProcessFacts) -> bool:
         """Whether every optimizer stepping in turn made the run's step."""
         return all(opt.steps >= st.step for opt in st.steppers.values() if opt.in_turn)
 
-    def stepper(self, st: State, optimizer: Any) -> Stepper:
+    def stepper(self, st: ProcessFacts, optimizer: Any) -> Stepper:
         """The optimizer stepping now, when another stepped last (or none): it steps in turn with others
         once it stepped before (a GAN's second iteration), not when it is new (a model trained after)."""
         opt = st.steppers.get(id(optimizer))
@@ -245,14 +245,14 @@ class Probe:
         st.last = opt
         return opt
 
-    def new_segment(self, st: State, opt: Stepper) -> None:
+    def new_segment(self, st: ProcessFacts, opt: Stepper) -> None:
         """A new optimizer after the last one stepped alone: a new model (a study's trial, a fold, a
         retrain). The last one's figures are sent; the new one's steps and epochs go on from the run's."""
         if any(other.loss_n for other in st.steppers.values()):
             self.send_step(st)
         st.segment, opt.offset, st.first, st.epoch = st.segment + 1, st.step, opt, 0
 
-    def new_epoch(self, st: State) -> None:
+    def new_epoch(self, st: ProcessFacts) -> None:
         """The DataLoader being iterated made a step: an epoch of the training loader begins."""
         st.credited = True
         loader, length, last = st.loader or (None, None, 0)
@@ -283,12 +283,12 @@ class Probe:
             if not st.first_begun and not st.by_hand:
                 self.by_hand_on(st)
 
-    def by_hand_on(self, st: State) -> None:
+    def by_hand_on(self, st: ProcessFacts) -> None:
         """A backward before any optimizer step: watch in-place updates (a hand-written step)."""
         st.by_hand = True
         _watch_updates(self, self.torch)
 
-    def by_hand_off(self, st: State) -> None:
+    def by_hand_off(self, st: ProcessFacts) -> None:
         """An optimizer stepped: the in-place updates are no steps (torch's own methods back)."""
         st.by_hand = False
         _unwatch_updates(self.torch)
@@ -311,13 +311,13 @@ class Probe:
             st.pending, st.pending_n, st.last = 0.0, 0, opt
             self.count(st, opt.steps)
 
-    def send_nonfinite(self, st: State, value: float, step: int | None = None) -> None:
+    def send_nonfinite(self, st: ProcessFacts, value: float, step: int | None = None) -> None:
         """The first non-finite loss, at the step it happened (the step being made)."""
         st.nonfinite = True
         st.channel.send({R.KIND: R.NONFINITE, R.AT: st.step + 1 if step is None else step, R.LOSS: str(value),
                          R.EPOCH: st.epoch or None})
 
-    def send_step(self, st: State, final: bool = False) -> None:
+    def send_step(self, st: ProcessFacts, final: bool = False) -> None:
         """Where training is: step, epoch, loss (each optimizer's mean step loss since the last record), lr,
         samples, memory. The largest group's lr is the one the last step used; every group's is read now
         (in the final record, after a scheduler's last change)."""
@@ -340,7 +340,7 @@ class Probe:
         st.samples = 0
         st.channel.send(record)
 
-    def losses(self, st: State) -> dict[str, Any]:
+    def losses(self, st: ProcessFacts) -> dict[str, Any]:
         """The record's loss: each optimizer's under its name where several step in turn, else the mean
         step loss of all (one optimizer; several one after another); a non-finite one warned."""
         stepped = [opt for opt in st.steppers.values() if opt.loss_n]
@@ -355,7 +355,7 @@ class Probe:
         total = sum([opt.loss_n * opt.mean_loss() for opt in stepped])
         return {R.LOSS: self.checked(st, total / n), R.LOSSES: n}
 
-    def last_losses(self, st: State) -> dict[str, float]:
+    def last_losses(self, st: ProcessFacts) -> dict[str, float]:
         """The last step's own loss of each optimizer (by name where several step in turn, else `loss`)."""
         every = list(st.steppers.values())
         if st.several:
@@ -363,7 +363,7 @@ class Probe:
                     if opt.last is not None}
         return {R.LOSS: float(st.last.last)} if st.last is not None and st.last.last is not None else {}
 
-    def checked(self, st: State, loss: float) -> float:
+    def checked(self, st: ProcessFacts, loss: float) -> float:
         """LOSS, warned of where it is the first non-finite one (a GPU loss is read only now)."""
         if not math.isfinite(loss) and not st.nonfinite:
             self.send_nonfinite(st, loss, st.step)
