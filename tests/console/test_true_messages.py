@@ -1,6 +1,7 @@
 """What the console says is true: a toast shows its words as written (a missing extra's `pip install
 'trainconsole[train]'` kept its `[train]`), and a read-only console's footer lists only keys that work
-(each changing key, pressed anyway, is still refused in words)."""
+(each changing key, pressed anyway, is still refused in words); `x` on a finished search says it has
+nothing to stop instead of "asked trial #n to stop; the search goes on"."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 from conftest import make_app, settle, until
 from rich.console import Console
+from test_leaderboard_pane import TUNE, tune_home
 from textual.widgets._footer import FooterKey
 from textual.widgets._toast import Toast
 
+from trainconsole import protocol
 from trainconsole.control import extras
 
 
@@ -61,3 +64,16 @@ async def test_a_console_that_can_act_lists_its_changing_keys(fixture_home: Path
         await settle(pilot)
         keys = footer(app)
         assert all(word in keys for word in ("Launch", "Stop", "Kill", "Resume")), keys
+
+
+async def test_x_on_a_finished_search_says_so_and_asks_nothing(tmp_path: Path) -> None:
+    home = tune_home(tmp_path / "home", finished=True)
+    app = make_app(home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.main.selection.selected == TUNE
+        await pilot.press("x")
+        said = await until(pilot, lambda: [n.message for n in app._notifications if "trial" in n.message], 10,
+                           "what x said")
+    assert said == ["the search is finished: a trial stops only while its search runs"], said
+    assert not protocol.trial_stops_requested(home / "runs" / TUNE)

@@ -43,11 +43,11 @@ def trial_of(args: argparse.Namespace) -> tuple[Any, Any]:
 def cmd_stop_trial(args: argparse.Namespace) -> int:
     """`stop-trial ID TRIAL`: ask the search to stop one trial; the rest of the search goes on."""
     run, trial = trial_of(args)
-    status = control().status(run)
-    if status != "running":  # no driver reads the request: the trial has ended with its search
-        fail(f"id: {run.id} is {status}: a trial stops only while its search runs")
-    if trial.status not in ("pending", "running"):
-        fail(f"trial: #{trial.number} of {run.id} has ended ({trial.status}): there is nothing to stop")
+    from trainconsole.console.core.leaderboard import why_not_stop
+
+    why = why_not_stop(trial, control().status(run))
+    if why:
+        fail(f"{'id' if why.startswith('the search') else 'trial'}: {run.id}: {why}")
     control().stop_trial(run, trial.id)
     print(f"asked trial #{trial.number} of {run.id} to stop; the search goes on")
     return 0

@@ -113,6 +113,16 @@ ABBREVIATIONS = {"batch_size": "bs", "optimizer": "opt", "weight_decay": "wd", "
                  "lr_schedule": "sched", "precision": "prec", "dropout": "drop"}
 
 
+def why_not_stop(trial: Trial, search_status: str) -> str | None:
+    """Why a trial cannot be asked to stop (its search no longer runs, or it has ended): the CLI's
+    `stop-trial` and the console's `x` say this instead of asking; None when it can."""
+    if search_status != "running":  # no driver reads the request
+        return f"the search is {search_status}: a trial stops only while its search runs"
+    if trial.status not in ("pending", "running"):
+        return f"trial #{trial.number} has ended ({trial.status}): there is nothing to stop"
+    return None
+
+
 def searched(config: dict[str, Any]) -> str:
     """The searched values, compact: `lr=0.0123 bs=64 opt=adam`."""
     names = {key: ABBREVIATIONS.get(key.rsplit(".", 1)[-1], key.rsplit(".", 1)[-1]) for key in config}

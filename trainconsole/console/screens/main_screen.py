@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer, Input, Tab, Tabs
 from trainconsole import protocol
 from trainconsole.console.core.arrangement import Arrangement
 from trainconsole.console.core.board import Board, weights_view
-from trainconsole.console.core.leaderboard import Search, Trial, searched
+from trainconsole.console.core.leaderboard import Search, Trial, searched, why_not_stop
 from trainconsole.console.core.plot import next_metric, plotted
 from trainconsole.console.core.selection import Selection
 from trainconsole.console.filters import FilterError
@@ -291,8 +291,14 @@ class MainScreen(Screen[None]):
         """Stop the trial under the leaderboard's cursor; the rest of the search goes on."""
         found = self._selected_search()
         trial_id = self.query_one(Leaderboard).selected_trial if found else None
-        if found is not None and trial_id is not None:
-            self.commands.stop_trial(found[0], trial_id, found[1].trials[trial_id].number)
+        if found is None or trial_id is None:
+            return
+        run, search = found
+        why = why_not_stop(search.trials[trial_id], self.board.runs[run.id].status)
+        if why:
+            self.notify(why, severity="warning")
+        else:
+            self.commands.stop_trial(run, trial_id, search.trials[trial_id].number)
 
     def action_train_trial(self) -> None:
         """Train the selected trial's config (or the best trial's) as a full run."""
