@@ -245,13 +245,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def _unless_unreachable(action: Any, run: Any, **kwargs: Any) -> Any:
-    """The action's result, or the SlurmError that kept it from being done (a Slurm run's controller
-    that does not answer, an scancel that failed)."""
-    from trainconsole.control.places.sbatch import SlurmError
-
+    """The action's result, or the refusal that kept it from being done (a Slurm run's controller that
+    does not answer, an scancel that failed: exit 1 after the other runs' results)."""
     try:
         return action(run, **kwargs)
-    except SlurmError as e:
+    except Refused as e:
         return e
 
 

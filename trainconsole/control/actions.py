@@ -120,12 +120,18 @@ class Control:
     def stop(self, run: RunDir, grace: float = 30.0) -> str:
         """Ask the run to checkpoint and stop; kill it after `grace` seconds. Returns its status."""
         self._allow("stop")
-        return runs.stop(run, grace=grace)
+        try:
+            return runs.stop(run, grace=grace)
+        except SlurmError as e:  # Slurm not answering (nothing done, nothing recorded), scancel failed
+            raise Refused(str(e)) from e
 
     def kill(self, run: RunDir) -> list[int]:
         """Kill the run's whole process tree; returns the pids that survived (none, normally)."""
         self._allow("kill")
-        return runs.kill(run)
+        try:
+            return runs.kill(run)
+        except SlurmError as e:  # as for stop
+            raise Refused(str(e)) from e
 
     def stop_trial(self, run: RunDir, trial_id: str) -> None:
         """Ask a search's driver to stop one trial; the search goes on."""
