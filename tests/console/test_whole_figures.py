@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from trainconsole.console.core.columns import SUFFIXES, count, figure, fraction
+from trainconsole.console.core.leaderboard import ITER_WIDTH, METRIC_WIDTH, Search, rows
 from trainconsole.console.widgets.runs_table import RunsTable
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
@@ -67,6 +68,15 @@ def test_the_figures_of_the_report_are_whole_or_short_never_cut() -> None:
     assert fraction(327, 2000, 7) == "327/2k"
     assert figure(3.269e-05, 7) == "3.27e-5"
     assert count(123_456, 6) == "123k"
+
+
+def test_a_leaderboard_row_shows_a_small_loss_and_a_long_trial_short_not_cut() -> None:
+    search = Search("val_loss", "min")
+    search.apply({"type": "trial", "t": 1.0, "trial_id": "a", "number": 1, "status": "running",
+                  "iteration": 1234, "config": {"lr": 0.01}, "metrics": {"val_loss": 3.269e-05}})
+    (_, cells), = rows(search)
+    assert (cells[3], cells[4]) == ("1k", "3.27e-5")
+    assert len(cells[3]) <= ITER_WIDTH and len(cells[4]) <= METRIC_WIDTH
 
 
 def table_text(app) -> str:  # type: ignore[no-untyped-def]

@@ -8,11 +8,12 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import RowDoesNotExist
 
 from trainconsole.console.core.board import Row, TrialsView
-from trainconsole.console.core.leaderboard import Search, Trial
+from trainconsole.console.core.leaderboard import ITER_WIDTH, METRIC_WIDTH, Search, Trial
 
 #: Columns: key, header, width (None: the searched values take the rest).
-COLUMNS = (("best", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", 3),
-           ("metric", "metric", 7), ("mem", "mem", 5), ("speed", "s/s", 5), ("values", "searched", None))
+COLUMNS = (("best", "", 1), ("trial", "trial", 5), ("status", "status", 8), ("iter", "it", ITER_WIDTH),
+           ("metric", "metric", METRIC_WIDTH), ("mem", "mem", 5), ("speed", "s/s", 5),
+           ("values", "searched", None))
 STATUS_STYLES = {"running": "bold green", "done": "cyan", "error": "bold red", "killed": "magenta",
                  "stopped": "yellow", "pending": "dim"}
 
