@@ -243,21 +243,26 @@ class Measured:
         script's validation again (same names) is an evaluation, as each before it was."""
         if self.evaluated or stamp.phase != "eval":
             return self.evaluated
-        parsed = read(self.tables.named(line), self.patterns, evaluating=True)
+        parsed = self._read(line, evaluating=True, after=False)
         names = {*parsed.eval, *parsed.result}
         self.evaluated = bool(names) and (not names <= self.eval_names or bool(TEST_SPLIT.search(line)))
         return self.evaluated
+
+    def _read(self, line: str, evaluating: bool, after: bool) -> Parsed:
+        """What a line says (a table's row under its header's names). A bar ended while evaluating (by
+        another bar's newline, or a bar over the evaluation's batches): its running figures are progress;
+        only those named for their split (`val_loss=`) are kept."""
+        bar = evaluating and bool(PROGRESS.search(line))
+        parsed = read(self.tables.named(line), self.patterns, evaluating and not bar, trained=after)
+        if bar:
+            parsed.step.clear()
+        return parsed
 
     def _emit(self, line: str, stamp: Stamp, after: bool) -> None:
         """A line's metrics at its stamp: a step's, an evaluation's, or (AFTER training) a result."""
         self._flush(stamp.step)
         evaluating = stamp.phase == "eval"
-        # A bar ended while evaluating (by another bar's newline, or a bar over the evaluation's batches):
-        # its running figures are progress; only those named for their split (`val_loss=`) are kept.
-        bar = evaluating and bool(PROGRESS.search(line))
-        parsed = read(self.tables.named(line), self.patterns, evaluating and not bar, trained=after)
-        if bar:
-            parsed.step.clear()
+        parsed = self._read(line, evaluating, after)
         pair = None if parsed.metrics or after else POSITION_LOSS.match(line)
         if pair:  # `99 0.53` (a hand-written update's `print(t, loss.item())`): the probe has the step
             parsed.step["loss"] = float(pair.group(1))
