@@ -14,7 +14,7 @@ from conftest import T0, make_app, settle, write_run
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trainconsole.console.core.columns import SUFFIXES, count, figure, fraction
+from trainconsole.console.core.figures import SUFFIXES, count, figure, fraction
 from trainconsole.console.core.leaderboard import ITER_WIDTH, METRIC_WIDTH, Search, rows
 from trainconsole.console.widgets.runs_table import RunsTable
 

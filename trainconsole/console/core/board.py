@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any as Object
 
 from trainconsole.console.core import columns, leaderboard
-from trainconsole.console.core.columns import FIGURE_WIDTHS, count, figure, fraction
+from trainconsole.console.core.columns import FIGURE_WIDTHS
+from trainconsole.console.core.figures import count, figure, fraction
 from trainconsole.console.core.plot import RUN_COLORS, PlotLine, next_metric, plot_lines, plotted, trial_lines
 from trainconsole.console.core.run_state import Event, Note, RunState, label
 from trainconsole.console.core.run_update import RunUpdate

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainconsole.console.core.columns import count, figure
+from trainconsole.console.core.figures import count, figure
 from trainconsole.console.core.history import Series
 from trainconsole.console.core.importance import importance
 from trainconsole.protocol.best_trial import best_of, better, is_metric
