@@ -86,3 +86,16 @@ def test_validation_rounds_logged_to_stderr_under_a_tqdm_bar(tmp_path: Path, mea
     else:
         assert [f for _, _, f in printed(got, "eval")] == [f for _, _, f in evals]
     no_progress_metrics(got)
+
+
+def test_an_epochs_mean_loss_is_its_summary(tmp_path: Path) -> None:
+    got, counted = run(tmp_path, "super_resolution_epochs", measure=True)
+    assert got[-1]["type"] == "finished" and got[-1]["step"] == counted["steps"]
+    losses = [e for e in printed(got, "step") if "psnr" not in e[2]]
+    assert losses == own(counted, "step")  # each iteration's loss at its step, once
+    assert printed(got, "summary") == own(counted, "summary")  # `Avg. Loss`: never a second loss at a step
+    # The PSNR, printed just after the no_grad block ends, is at its step; that it is an evaluation needs
+    # the probe to stamp "an evaluation pass ran since the last step" (not yet: it is a step's figure).
+    psnr = [(e["step"], e["psnr"]) for e in got if "psnr" in e]
+    assert psnr == [(p["step"], p["fields"]["psnr"]) for p in counted["printed"] if p["kind"] == "psnr"]
+    no_progress_metrics(got)

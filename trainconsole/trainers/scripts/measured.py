@@ -47,6 +47,9 @@ SPLITS = ("train_", "val_", "test_", "eval_")
 TRAIN_SPLIT = re.compile(r"\btrain(?:ing)?\b", re.IGNORECASE)
 EVAL_SPLIT = re.compile(r"\b(?:val|valid|validation|test|dev)\b", re.IGNORECASE)
 TEST_SPLIT = re.compile(r"\btest(?:\b|_)", re.IGNORECASE)
+#: A training loss that sums up an epoch (`===> Epoch 3 Complete: Avg. Loss: 0.0123`): its `summary`.
+EPOCH_SUMMARY = re.compile(r"\b(?:avg|average|mean)\b|\bepoch\s*\d+\s*(?:complete|completed|done|finished)\b|"
+                           r"\bend of epoch\b", re.IGNORECASE)
 #: A line of a position and a number alone, printed while training (`99 0.53`): the loss at that step.
 POSITION_LOSS = re.compile(r"^\s*\d+\s+([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*$")
 #: The probe's names of the two streams.
@@ -279,7 +282,9 @@ class Measured:
         else:  # training: the probe knows more steps came, so nothing is a result yet (`| test accuracy`
             # is an evaluation at this step), and a `train loss` beside it is the step's own
             trained = {name(k): v for k, v in parsed.eval.items() if k.startswith("train_")}
-            kinds = {STEP if not _named(parsed) else SUMMARY: {**parsed.step, **trained},
+            averaged = any("loss" in k for k in parsed.step) and bool(EPOCH_SUMMARY.search(line))
+            summary = _named(parsed) or averaged  # (the probe's own step events carry each step's loss)
+            kinds = {SUMMARY if summary else STEP: {**parsed.step, **trained},
                      EVAL: {**{k: v for k, v in parsed.eval.items() if not k.startswith("train_")},
                             **parsed.result}}
         for kind, fields in kinds.items():
