@@ -45,10 +45,14 @@ def one_step(module: ModuleType, old: bool) -> Callable[[], None]:
         module._quiet(probe.on_loss, loss)
         module._quiet(probe.on_batch, batch)
 
+    if not old:  # (as after an optimizer's first step: no hand-written updates watched)
+        probe.state.first_begun = True
+
     def new_step() -> None:
-        for call, arg in ((probe.on_step, opt), (probe.on_loss, loss), (probe.on_batch, batch)):
+        calls = ((probe.on_step, (opt,)), (probe.on_backward, (loss,)), (probe.on_batch, (None, batch)))
+        for call, args in calls:
             try:
-                call(arg)
+                call(*args)
             except Exception:  # noqa: BLE001, S110 - as the wrappers do
                 pass
 

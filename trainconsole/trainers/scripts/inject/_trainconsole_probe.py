@@ -197,8 +197,8 @@ class Probe:
                 st.pending, st.pending_n = 0.0, 0
             if st.naming:
                 st.names = []
-            if opt is st.first:
-                st.lr = opt.lr()  # this step's (a scheduler may change it)
+            if opt is st.first:  # this step's lr (a scheduler may change it; a group added: see `lr`)
+                st.lr = optimizer.param_groups[opt.largest].get("lr")
             self.count(st, opt.offset + opt.steps)
         except Exception:  # noqa: BLE001, S110 - measuring is best effort, the script is not
             pass
@@ -328,7 +328,7 @@ class Probe:
                                   R.SECONDS: round(monotonic() - st.began, 6), R.MEM: self.memory()}
         record.update(self.losses(st))
         if st.first is not None and _number(st.lr):
-            record[R.LR] = st.lr
+            record[R.LR] = st.first.lr() if st.first.groups != len(st.first.optimizer.param_groups) else st.lr
             groups = st.first.optimizer.param_groups
             record[R.LRS] = [lr for lr in (g.get("lr") for g in groups) if _number(lr)]
         if st.by_hand:
