@@ -105,7 +105,7 @@ class TrainConsole(App[None]):
 
     def get_default_screen(self) -> StartScreen:
         """The first frame: the runs pane and the keys, as cheap as a minimal app (the dashboard follows)."""
-        return StartScreen(read_only=self.read_only)
+        return StartScreen(read_only=self.read_only, open_dashboard=self.open_dashboard)
 
     async def open_dashboard(self) -> None:
         """After the first frame (StartScreen calls it): the dashboard, its form filled from the demo."""

@@ -8,6 +8,8 @@ dashboard right after (`TrainConsole.open_dashboard`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
@@ -25,9 +27,11 @@ class StartScreen(Screen[None]):
     BINDINGS = KEYS
     _opening = False
 
-    def __init__(self, read_only: bool = False) -> None:
+    def __init__(self, read_only: bool = False,
+                 open_dashboard: Callable[[], Awaitable[None]] | None = None) -> None:
         super().__init__()
         self.read_only = read_only  # (its footer leaves out the keys that change runs)
+        self.open_dashboard = open_dashboard  # the app's, called once this first frame is painted
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The dashboard's keys show, dimmed, for the fraction of a second before the dashboard opens (but
@@ -57,4 +61,5 @@ class StartScreen(Screen[None]):
             return
         self._opening = True
         self.screen_layout_refresh_signal.unsubscribe(self)
-        self.call_after_refresh(self.app.open_dashboard)  # type: ignore[attr-defined]  # once painted
+        if self.open_dashboard is not None:
+            self.call_after_refresh(self.open_dashboard)  # once painted
