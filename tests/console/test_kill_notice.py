@@ -1,4 +1,5 @@
-"""One kill, one notice: the run's own `killed` event says it; nothing else does."""
+"""One kill, one notice: the run's own `killed` event says it; nothing else does. A kill of a run already
+killed says that there was nothing to kill (what `Control.kill` did, never guessed from the status after)."""
 
 from __future__ import annotations
 
@@ -28,5 +29,9 @@ async def test_killing_a_run_gives_one_notice(home: Path, tmp_path: Path) -> Non
             await pilot.pause(1.0)  # a second notice would come within this
             told = [n.message for n in app._notifications if run.id in n.message or "kill" in n.message]
             assert len(told) == 1 and "killed" in told[0], told
+            await pilot.press("k", "y")  # again: this kill ends nothing, and says so
+            idle = await until(pilot, lambda: [n.message for n in app._notifications
+                                               if "nothing to kill" in n.message], 30, "the second kill's word")
+            assert f"{run.id} (killed)" in idle[0], idle
     finally:
         runs.kill(run)

@@ -43,16 +43,17 @@ class Box(control_places.Place):
         os.kill(run.read_info()["box"]["pid"], signal.SIGTERM)
         return status(run)
 
-    def kill(self, run: RunDir, status: control_places.Status) -> list[int]:
+    def kill(self, run: RunDir, status: control_places.Status) -> control_places.Kill:
         with run.lock():
             info = run.read_info()
+            was = status(run)
             leader = processes.find(info["box"]["pid"], info.get("pid_started"))
             ended = processes.end_family(leader, info.get("pgid"), info.get("pid_started") or 0.0)
             for child in getattr(self, "_children", []):
                 child.poll()
             if not ended.survivors:
                 record_kill(run, ended.pids, box=info["box"]["label"])
-        return [p.pid for p in ended.survivors]
+        return control_places.Kill(was, not ended.survivors, [p.pid for p in ended.survivors])
 
 
 PLACE = Box()

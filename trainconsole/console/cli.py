@@ -260,12 +260,12 @@ def cmd_kill(args: argparse.Namespace) -> int:
     if not found:
         print("trainconsole: no run matches the filter", file=sys.stderr)
     for run in found:
-        survivors = _unless_unreachable(door.kill, run)
-        if isinstance(survivors, Exception):
-            print(f"trainconsole: {run.id}: {survivors}", file=sys.stderr)
+        done = _unless_unreachable(door.kill, run)
+        if isinstance(done, Exception):
+            print(f"trainconsole: {run.id}: {done}", file=sys.stderr)
             failed = True
-        elif survivors:
-            print(f"trainconsole: could not kill pids {survivors} of {run.id}", file=sys.stderr)
+        elif done.survivors:
+            print(f"trainconsole: could not kill pids {done.survivors} of {run.id}", file=sys.stderr)
             failed = True
         else:
             print(f"{run.id} {door.status(run)}")

@@ -24,6 +24,7 @@ from trainconsole.protocol.rundir import quoted_id
 
 from . import extras, interpreter, ray_address, runs, trash
 from . import prune as pruning
+from .places import Kill
 from .places.sbatch import SlurmError
 
 #: What a tag may be: one word, so that filters (`tag:NAME`) and the command line read it back whole.
@@ -125,11 +126,12 @@ class Control:
         except SlurmError as e:  # Slurm not answering (nothing done, nothing recorded), scancel failed
             raise Refused(str(e)) from e
 
-    def kill(self, run: RunDir) -> list[int]:
-        """Kill the run's whole process tree; returns the pids that survived (none, normally)."""
+    def kill(self, run: RunDir) -> Kill:
+        """Kill the run's whole process tree: its status before, whether this kill ended it, and the pids
+        that survived (none, normally)."""
         self._allow("kill")
         try:
-            return runs.kill(run)
+            return runs.kill_run(run)
         except SlurmError as e:  # as for stop
             raise Refused(str(e)) from e
 

@@ -178,6 +178,11 @@ def stop(run: RunDir, grace: float = 30.0) -> str:
 
 def kill(run: RunDir) -> list[int]:
     """End the run's whole process family wherever it lives, and record `killed`. Returns surviving pids."""
+    return kill_run(run).survivors
+
+
+def kill_run(run: RunDir) -> placed.Kill:
+    """`kill`, with what it did: the status before, whether it ended the run now, the survivors."""
     return placed.of(run.read_info()).kill(run, status)
 
 

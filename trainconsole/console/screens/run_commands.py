@@ -132,12 +132,11 @@ class RunCommands:
         def body() -> None:
             failed, idle = [], []
             for run in found:
-                was = self.control.status(run)
-                pids = self.control.kill(run)
-                if pids:
-                    failed.append(f"{run.id} (pids {pids})")
-                elif was == "killed" or self.control.status(run) != "killed":  # no `killed` logged now
-                    idle.append(f"{run.id} ({was})")
+                done = self.control.kill(run)
+                if done.survivors:
+                    failed.append(f"{run.id} (pids {done.survivors})")
+                elif not done.ended:  # no `killed` logged now
+                    idle.append(f"{run.id} ({done.was})")
             if failed:
                 self._report(f"could not kill {', '.join(failed)}", "error")
             if idle:

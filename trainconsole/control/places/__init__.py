@@ -7,13 +7,25 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from trainconsole.protocol import Config, RunDir
 from trainconsole.protocol import places as readers
+from trainconsole.protocol.run_row import LIVE
 
 #: A run's one status (`runs.status`), which a place's stop and kill ask as they wait.
 Status = Callable[[RunDir], str]
+
+
+@dataclass(frozen=True)
+class Kill:
+    """What a kill did: the run's status before it, whether it ended the run now (a `killed` logged by
+    this kill, here or by the run's host on request), and the pids that outlived it (none, normally)."""
+
+    was: str
+    ended: bool
+    survivors: list[int] = field(default_factory=list)
 
 
 class Place(readers.Place):
@@ -30,10 +42,15 @@ class Place(readers.Place):
         """Ask the run to checkpoint and stop; kill it if it outlives `grace` seconds. Its status after."""
         raise NotImplementedError
 
-    def kill(self, run: RunDir, status: Status) -> list[int]:
-        """End the run's whole process family there and record `killed` (`protocol.kills`); the pids that
-        outlived it (none, normally)."""
+    def kill(self, run: RunDir, status: Status) -> Kill:
+        """End the run's whole process family there and record `killed` (`protocol.kills`)."""
         raise NotImplementedError
+
+    def ended_by(self, run: RunDir, status: Status, was: str, survivors: list[int]) -> Kill:
+        """A kill's outcome where the place's own kill says only who survived: ended now when the run was
+        alive (or lost with a process left) and is `killed` after, with none left."""
+        ended = not survivors and was in (*LIVE, "lost") and status(run) == "killed"
+        return Kill(was, ended, survivors)
 
 
 def named(name: str) -> Place:

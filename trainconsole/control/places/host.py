@@ -15,7 +15,7 @@ from typing import Any
 from trainconsole.protocol import Config, RunDir, run_requests
 from trainconsole.protocol.places import host as hosts
 
-from . import Place, Status, local
+from . import Kill, Place, Status, local
 
 #: How long a kill request may take: the watchdog looks about once a second, then kills and records.
 KILL_WAIT_S = 15.0
@@ -75,9 +75,10 @@ class Host(hosts.Host, Place):
         """A stop request; a kill request if it outlives `grace` seconds."""
         return stop(run, status, grace)
 
-    def kill(self, run: RunDir, status: Status) -> list[int]:
+    def kill(self, run: RunDir, status: Status) -> Kill:
         """A kill request, waited for."""
-        return kill(run, status)
+        was = status(run)
+        return self.ended_by(run, status, was, kill(run, status))
 
 
 PLACE = Host()

@@ -24,7 +24,7 @@ from trainconsole.protocol.run_row import LIVE
 from trainconsole.protocol.stops import held_stops
 
 from ..commands import OUR_MODULES
-from . import Place, Status
+from . import Kill, Place, Status
 
 #: Children launched by this process, kept so that they are reaped (no zombies while a console runs).
 _children: dict[str, subprocess.Popen[bytes]] = {}
@@ -87,19 +87,20 @@ class Local(local.Local, Place):
             self.kill(run, status)
         return status(run)
 
-    def kill(self, run: RunDir, status: Status) -> list[int]:
+    def kill(self, run: RunDir, status: Status) -> Kill:
         """End the run's process group and every descendant; record `killed` if it was alive."""
         with run.lock():
             info = run.read_info()
             was = status(run)
             ended = processes.end_family(leader(run, info), info.get("pgid"), info.get("pid_started") or 0.0)
             reap(run.id)
-            if not ended.survivors and (was in LIVE or (was == "lost" and ended.pids)):
+            recorded = not ended.survivors and (was in LIVE or (was == "lost" and bool(ended.pids)))
+            if recorded:
                 record_kill(run, ended.pids)
             if not ended.survivors:  # what only the run would have removed: the trainer's disk ballast,
                 drop_ballast(run)  # and a search's short link to its Ray files
                 _remove_ray_link(run, info.get("ray_temp_dir"))
-        return [p.pid for p in ended.survivors]
+        return Kill(was, recorded, [p.pid for p in ended.survivors])
 
 
 def _remove_ray_link(run: RunDir, path: Any) -> None:

@@ -17,7 +17,7 @@ from trainconsole.protocol.kills import record_kill
 from trainconsole.protocol.places import host as hosts
 from trainconsole.protocol.places import slurm as slurm_jobs
 
-from . import Place, Status
+from . import Kill, Place, Status
 from . import sbatch as slurm
 
 #: How long a kill waits for Slurm to say the job has ended (its KillWait and a controller's round trip).
@@ -132,9 +132,10 @@ class Slurm(slurm_jobs.Slurm, Place):
         """Out of the queue, or SIGTERM through Slurm; the whole job killed after `grace` seconds."""
         return stop(run, status, grace)
 
-    def kill(self, run: RunDir, status: Status) -> list[int]:
+    def kill(self, run: RunDir, status: Status) -> Kill:
         """The whole job ended, on every node."""
-        return kill(run, status)
+        was = status(run)
+        return self.ended_by(run, status, was, kill(run, status))
 
 
 PLACE = Slurm()
