@@ -13,6 +13,8 @@ from pathlib import Path
 from conftest import T0, make_app, settle, write_run
 from hypothesis import given
 from hypothesis import strategies as st
+from textual.app import App, ComposeResult
+from textual.widgets.data_table import ColumnKey
 
 from trainconsole.console.core.figures import SUFFIXES, count, figure, fraction
 from trainconsole.console.core.leaderboard import ITER_WIDTH, METRIC_WIDTH, Search, rows
@@ -114,3 +116,35 @@ def test_ls_shows_a_small_loss_as_a_figure_not_zeros(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     line = next(line for line in out.stdout.splitlines() if "0b0b" in line)
     assert "327/2000" in line and re.search(r"\b3\.269e-05\b", line), line
+
+
+class TableApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RunsTable(id="runs")
+
+
+def cells(epoch: str, status: str = "running") -> tuple[str, ...]:
+    return ("digits", status, "single", epoch, "0.1", "0.9", "2,000", "1m00s")
+
+
+async def test_a_column_widens_to_its_widest_value_shown_and_back() -> None:
+    app = TableApp()
+    async with app.run_test(size=(100, 12)) as pilot:
+        table = app.query_one(RunsTable)
+
+        def widths() -> dict[str, int | None]:
+            return {key: table.columns[ColumnKey(key)].width for key in ("epoch", "status")}
+
+        table.update_rows([("a", cells("5/10")), ("b", cells("1/3"))])
+        await pilot.pause()
+        assert widths() == {"epoch": 7, "status": 8}
+        table.update_rows([("a", cells("327/2000")), ("b", cells("1/3", "paused: disk full"))])
+        await pilot.pause()
+        assert widths() == {"epoch": 8, "status": 17}
+        assert "327/2000" in "".join(s.text for s in table.render_line(1))
+        table.update_rows([("a", cells("6/10")), ("b", cells("1/3"))])  # the same rows: back
+        await pilot.pause()
+        assert widths() == {"epoch": 7, "status": 8}
+        table.update_rows([("b", cells("1/3")), ("a", cells("327/2000"))])  # a new order
+        await pilot.pause()
+        assert widths() == {"epoch": 8, "status": 8}
