@@ -403,9 +403,9 @@ class Probe:
         shape = getattr(batch, "shape", None)
         st.batch_samples = int(shape[0]) if shape else st.batch_samples
 
-    def on_mode(self, module: Any, training: bool = True) -> None:
-        """`module.train(mode)` / `module.eval()`."""
-        if not training:
+    def on_mode(self, module: Any, mode: bool = True) -> None:
+        """`module.train(mode)` / `module.eval()` (`mode` by name, as torch's own is called)."""
+        if not mode:
             st = self.current()
             st.eval_at = st.step
 
