@@ -87,6 +87,7 @@ class Cluster:
         10 s)."""
         for proc in reversed(self.procs):
             _end(proc)
+        shutil.rmtree(self.root / "db", ignore_errors=True)  # the database (its logs stay for a failure)
 
     def controller(self) -> subprocess.Popen[bytes]:
         """The running slurmctld."""
@@ -191,7 +192,7 @@ def _start_accounting(cluster: Cluster, dbd_port: int) -> None:
     _daemon(cluster, ["mariadbd", "--no-defaults", f"--datadir={root / 'db'}", "--user=root",
                       "--bind-address=127.0.0.1", f"--port={db_port}", f"--socket={root / 'db.sock'}",
                       f"--pid-file={root / 'mariadbd.pid'}", f"--log-error={root / 'mariadbd.log'}",
-                      "--skip-grant-tables", "--innodb-buffer-pool-size=32M"])
+                      "--skip-grant-tables", "--innodb-buffer-pool-size=32M", "--innodb-log-file-size=8M"])
     _wait_for(lambda: (root / "db.sock").exists(), 60, "mariadbd's socket")
     conf = root / "slurmdbd.conf"  # slurmdbd reads it beside SLURM_CONF
     conf.write_text("\n".join([
