@@ -79,3 +79,11 @@ def test_a_cut_or_garbled_summary_is_not_read(tmp_path: Path, damage: str) -> No
     summary = relisted(run, bad[damage])
     assert summary.best["val_acc"] == 0.93 and summary.row == runs.summary(run)
     assert index.log_parts(run)["best"]["val_acc"] == 0.93
+
+
+def test_a_log_over_the_limit_is_left_to_the_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_summary, "WRITE_MAX_BYTES", 100)  # (the test run's log: some 800 bytes)
+    run = ended_run(tmp_path / "home")
+    assert not summary_file(run).exists()
+    summary = listing(tmp_path / "home")[0]
+    assert summary.best["val_acc"] == 0.93 and summary.row == runs.summary(run)

@@ -161,10 +161,12 @@ def log_parts(run: RunDir) -> dict[str, Any]:
 
 
 def keep_log_summary(run: RunDir) -> None:
-    """Write the summary of the run's log beside it (`run_summary`: the run does, as it ends)."""
+    """Write the summary of the run's log beside it (`run_summary`: the run does, as it ends), unless the
+    log is over `run_summary.WRITE_MAX_BYTES` (its reading would hold the run's exit, and a `stop`)."""
     path = os.fspath(run.path)
     key = run_summary.log_key(path)  # before reading: a change meanwhile leaves it stale, never wrong
-    run_summary.write(path, key, _read_parts(run.events))
+    if key and int(key.split(",")[0]) <= run_summary.WRITE_MAX_BYTES:
+        run_summary.write(path, key, _read_parts(run.events))
 
 
 def _read_parts(path: Path) -> dict[str, Any]:

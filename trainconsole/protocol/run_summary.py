@@ -20,6 +20,10 @@ from typing import Any
 NAME = "summary.json"
 #: Bumped when the summary's shape changes: summaries of another version are not read.
 VERSION = 1
+#: The largest log the run summarizes as it ends: reading it holds the run's exit (and a `stop` waits on
+#: that), ~0.04 s a MiB of a trainer's log here, ~0.3 s a MiB of one whose steps carry no totals (every
+#: step parsed for the mean rate). A larger log is read by the first listing, as an older run's.
+WRITE_MAX_BYTES = 16 << 20
 #: Its parts (`index.log_parts`): best metrics, the row's facts (`RunRow.facts`), the latest metrics,
 #: and the events a status and a place's row fields read (`started` and the final ones).
 PARTS = {"best": dict, "facts": dict, "last": dict, "events": list}
