@@ -4,6 +4,8 @@ group's lr is the headline, the samples of an epoch's last batch, and `train(mod
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -70,3 +72,16 @@ def test_train_mode_false_by_name_is_evaluating(probe: ModuleType, tmp_path: Pat
     p.state.step = 7
     p.on_mode(torch.nn.Linear(1, 1), mode=False)
     assert p.state.eval_at == 7
+
+
+def test_a_line_after_another_loaders_pass_says_so(probe: ModuleType, tmp_path: Path) -> None:
+    p = probe.Probe(torch, str(tmp_path))
+    train, test = (DataLoader(TensorDataset(torch.zeros(8, 1)), batch_size=4) for _ in range(2))
+    p.on_loader(train)
+    p.on_step(torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1))  # a step in the training loader
+    p.on_text("o", "epoch 1 loss 0.5\n")
+    p.on_loader(test)  # the test loop, under no_grad or not (super_resolution's PSNR)
+    p.on_text("o", "PSNR 21.3\n")
+    lines = [json.loads(x) for x in (tmp_path / f"{os.getpid()}.jsonl").read_text().splitlines()]
+    assert [(x["h"], x.get("ev", False)) for x in lines if x["k"] == "line"] == [("epoch 1 loss 0.5", False),
+                                                                                 ("PSNR 21.3", True)]

@@ -65,6 +65,7 @@ class Stamp:
     step: int
     epoch: int | None
     phase: str
+    evaluated: bool = False  # a DataLoader other than the training one was iterated since the last step
 
 
 class Measured:
@@ -153,7 +154,8 @@ class Measured:
             self.ranks[pid] = record.get(R.RANK)
         elif kind == R.LINE and record.get(R.STREAM) in self.stamps:
             self.stamps[record[R.STREAM]].append(Stamp(pid, record.get(R.TEXT_HEAD, ""), step,
-                                                       record.get(R.EPOCH), record.get(R.PHASE, "train")))
+                                                       record.get(R.EPOCH), record.get(R.PHASE, "train"),
+                                                       bool(record.get(R.EVALUATED))))
         elif kind == R.STEP and step and self.main is None and not self.text_only \
                 and self.ranks.get(pid) in (None, "0"):
             self._take_over(pid)

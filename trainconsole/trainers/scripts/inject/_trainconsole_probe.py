@@ -58,8 +58,8 @@ class R:
     TRAINED, SECONDS, LAST = "trained", "seconds", "last"
     # (SEGMENT: which model of the run, once a second one began: a study's trials, k-fold's folds)
     SEGMENT = "segment"
-    # line
-    STREAM, TEXT_HEAD, PHASE = "s", "h", "ph"
+    # line (EVALUATED: a DataLoader other than the training one was iterated since the last step)
+    STREAM, TEXT_HEAD, PHASE, EVALUATED = "s", "h", "ph", "ev"
     # exit, reports
     ERROR, NAMES = "error", "names"
 
@@ -121,8 +121,8 @@ class ProcessFacts:
     __slots__ = ("pid", "channel", "step", "first", "last", "steppers", "several", "lr", "pending",
                  "pending_n", "naming", "names", "by_hand", "first_begun", "segment", "nonfinite", "scaled",
                  "epoch", "epoch_start", "batches", "last_batch", "train_loader", "loader", "credited",
-                 "samples", "batch_samples", "trained", "began", "read_batches", "eval_at", "open", "due",
-                 "ended")
+                 "samples", "batch_samples", "trained", "began", "read_batches", "eval_at", "evaluated_at",
+                 "open", "due", "ended")
 
     def __init__(self, folder: str) -> None:
         self.pid = os.getpid()
@@ -153,6 +153,7 @@ class ProcessFacts:
         self.batch_samples = 0  # of the batch taken last (or the loader's batch size)
         self.read_batches = True  # the loader being iterated has no batch size: each batch's is read
         self.eval_at = -1  # the step at which a module last went into eval mode (evaluating until the next)
+        self.evaluated_at = -1  # the step after which a loader other than the training one was iterated
         self.open = {"o": "", "e": ""}  # per stream, the line written so far
         self.due = 0.0
         self.ended = False
@@ -388,6 +389,8 @@ class Probe:
         size = getattr(loader, "batch_size", None)  # a DataLoader's batches are of it (but its last one)
         st.read_batches = not (type(size) is int and size > 0)
         st.loader, st.credited = (id(loader), length, 0 if st.read_batches else _last_batch(loader)), False
+        if st.train_loader is not None and id(loader) != st.train_loader:  # a validation's, a test's
+            st.evaluated_at = st.step
         if not st.read_batches:
             st.batch_samples = size
 
@@ -418,9 +421,10 @@ class Probe:
         *done, rest = (st.open[stream] + text).split("\n")
         st.open[stream] = rest[-OPEN_LINE:]
         phase = "eval" if (st.eval_at == st.step or not self.torch.is_grad_enabled()) else "train"
+        evaluated = {R.EVALUATED: True} if st.evaluated_at == st.step else {}
         for line in done:
             st.channel.send({R.KIND: R.LINE, R.STREAM: stream, R.TEXT_HEAD: _head(line), R.AT: st.step,
-                             R.EPOCH: st.epoch or None, R.PHASE: phase})
+                             R.EPOCH: st.epoch or None, R.PHASE: phase, **evaluated})
 
     def on_exit(self, error: BaseException | None = None) -> None:
         """The process ends: the last figures, and the exception that ends it (an OOM's step and memory)."""
