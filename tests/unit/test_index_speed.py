@@ -1,5 +1,6 @@
 """The run index's first listing of a big home: runs derived by a pool of processes give the rows one
-process gives; the tail read in one parse reads a garbled line as the line-by-line reader does."""
+process gives; the tail read in one parse (`events.parse_lines`, the console's reader too) reads a garbled
+line as the line-by-line reader did."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from test_index import listing, make_run
 
 from trainconsole.control import runs
 from trainconsole.protocol import Event, RunDir, index, index_file
+from trainconsole.protocol.events import parse_lines
 
 PIDS = "TEST_INDEX_PIDS"
 
@@ -53,4 +55,4 @@ def test_a_garbled_tail_reads_as_line_by_line(tmp_path: Path, garbled: list[byte
     summary = listing(home)[0]
     assert summary.best["val_acc"] == 0.93
     assert summary.row == runs.summary(run)
-    assert index._events(b"\n".join(lines[:2])) == [json.loads(line) for line in lines[:2]]
+    assert parse_lines(lines[:2]) == ([json.loads(line) for line in lines[:2]], 0)

@@ -262,6 +262,8 @@ def parse_lines(lines: list[bytes]) -> tuple[list[Event], int]:
         try:
             batch = loads(b"[" + b",".join(lines) + b"]")
         except ValueError:  # orjson.JSONDecodeError and json.JSONDecodeError are both ValueErrors
+            batch = []
+        if len(batch) != len(lines):  # (also a torn line of two objects, `{..},{..}`: no event, one by one)
             batch = [_loads(line, loads) for line in lines]
     finally:
         if paused:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import best_trial, places, run_summary
-from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, read_all
+from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, parse_lines, read_all
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
 from .rates import MeanRate
@@ -204,7 +204,7 @@ def scan(path: Path) -> tuple[dict[str, Any], list[Event], list[Event]]:
     if cut > 0:  # as `events.tail`: from after the next newline (its first line may be cut)
         cut = data.find(b"\n", cut) + 1 or len(data)
     end = data.rfind(b"\n")
-    events = _events(data[cut:max(end, cut)])
+    events = parse_lines([line for line in data[cut:max(end, cut)].split(b"\n") if line])[0]
     rate = MeanRate()
     for event in events:
         rate.add(event)
@@ -240,19 +240,6 @@ def _lines_with(data: bytes, needles: tuple[bytes, ...]) -> list[bytes]:
         if end >= 0:
             lines.append(data[start:end])
     return lines
-
-
-def _events(data: bytes) -> list[Event]:
-    """The events of whole lines: one parse of them all as a JSON array (a tail's thousand lines cost a
-    third of a parse each); a garbled line sends them down the slow path, one by one."""
-    lines = [line for line in data.split(b"\n") if line.strip()]
-    try:
-        batch = json.loads(b"[" + b",".join(lines) + b"]")
-    except ValueError:
-        batch = []
-    if len(batch) != len(lines):  # (a line of two objects, `{..},{..}`, is no event: as one by one)
-        return [e for e in map(_event, lines) if e is not None]
-    return [e for e in batch if isinstance(e, dict) and "type" in e]
 
 
 def _event(line: bytes) -> Event | None:
