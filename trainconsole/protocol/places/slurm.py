@@ -122,6 +122,10 @@ class Scheduler:
         with self._lock:
             self._at = -1e9
 
+    def asked_after(self, t: float) -> bool:
+        """Whether the view was Slurm's answer at a time after `t`."""
+        return not self.unreachable and self._at > t
+
     @property
     def unreachable(self) -> bool:
         """Whether the controller did not answer the last ask (its jobs are then as last known)."""
@@ -268,7 +272,8 @@ def alive(run_path: str | os.PathLike[str], info: dict[str, Any], process_rule: 
         young = time.time() - float(info["slurm"].get("submitted_at") or 0.0) < 3 * poll_s() + 10
         return None if young else False
     if found.pending:
-        if ended(info) and started_here(info) and not stop_asked(info):
+        if ended(info) and started_here(info) and not stop_asked(info) and found.state != "CONFIGURING" \
+                and SCHEDULER.asked_after(info["ended_at"]):  # (a view from before its end says nothing)
             back_in_queue(Path(run_path), found)  # requeued (scontrol requeue, a node's failure)
         return True
     if not started_here(info):
