@@ -156,7 +156,7 @@ class Measured:
             self.stamps[record[R.STREAM]].append(Stamp(pid, record.get(R.TEXT_HEAD, ""), step,
                                                        record.get(R.EPOCH), record.get(R.PHASE, "train"),
                                                        bool(record.get(R.EVALUATED))))
-        elif kind == R.STEP and step and self.main is None and not self.text_only \
+        elif kind in (R.STEP, R.STEPPED) and step and self.main is None and not self.text_only \
                 and self.ranks.get(pid) in (None, "0"):
             self._take_over(pid)
         elif kind == R.NONFINITE:

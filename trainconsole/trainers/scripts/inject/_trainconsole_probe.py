@@ -46,6 +46,7 @@ class R:
 
     KIND = "k"
     HELLO, STEP, LINE, NONFINITE, EXIT, REPORTS = "hello", "step", "line", "nonfinite", "exit", "reports"
+    STEPPED = "stepped"  # the process made its first optimizer step (the run's main process: the first)
     # hello
     PPID, RANK, LOCAL_RANK, ARGV = "ppid", "rank", "local_rank", "argv"
     # step (AT: the step; LOSS: the mean step loss of one optimizer, LOSSES: how many steps it averages;
@@ -216,8 +217,9 @@ class Probe:
             st.samples += batch
             if n > 1:  # the run's speed: the samples after the first step over the time since it ended
                 st.trained += batch
-            else:
+            else:  # (its record comes from the second step on: the first says only that it stepped)
                 st.began = monotonic()
+                st.channel.send({R.KIND: R.STEPPED, R.AT: n})
             if st.naming:
                 st.naming = n < NAMING_STEPS
         elif not st.several or n < st.step:
