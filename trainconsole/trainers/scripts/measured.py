@@ -292,6 +292,7 @@ class Measured:
         for kind, fields in kinds.items():
             if train_split:  # `Train set: loss 0.3` in eval mode: what the script calls train stays train
                 fields = {_train(k): v for k, v in fields.items()}
+            fields = {k: v for k, v in fields.items() if k not in self.figures.own}  # report()'s are the ones
             if fields:
                 self.writer.emit(kind, **where, **fields, **timing)
                 timing = {}

@@ -44,7 +44,7 @@ class Reporter:
         self.step: int | None = None
         self.epoch: int | None = None
         self.due_at = time.monotonic() + interval
-        self.announced: set[str] = set()  # the training metrics the probe was told the script reports
+        self.announced: set[str] = set()  # the metrics the probe was told the script reports
 
     def __call__(self, step: int | None = None, epoch: int | None = None, **metrics: Any) -> None:
         """Record one report; write a `step` event when one is due and an `eval` event for val_* metrics."""
@@ -59,11 +59,11 @@ class Reporter:
             self.step, self.previous, self.current = new_step, self.current or self.previous, set()
             self.count += bool(train)
         self.epoch = _whole(epoch) if epoch is not None else self.epoch
+        if metrics.keys() - self.announced:  # evaluations too: a printed `val_acc` is then no second series
+            self.announced |= metrics.keys()
+            announce(self.announced)
         if train:  # counted once, when its step began (a step written half way keeps its count)
             self.current |= train.keys()
-            if train.keys() - self.announced:
-                self.announced |= train.keys()
-                announce(self.announced)
             self._add(train)
         if evals:
             self.writer.emit("eval", **self._where(), **_floats(evals))
@@ -102,8 +102,9 @@ class Reporter:
 
 
 def announce(names: set[str]) -> None:
-    """Tell the probe (through its channel, as one of this process's records) which training metrics the
-    script reports itself: its step events then leave them out, so that a `loss` is never two series."""
+    """Tell the probe (through its channel, as one of this process's records) which metrics the script
+    reports itself: its step events and the printed lines then leave them out, so that a `loss` or a
+    `val_acc` is never two series."""
     folder = os.environ.get(ENV_PROBE_DIR)
     if not folder:
         return
