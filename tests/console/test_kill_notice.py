@@ -31,7 +31,7 @@ async def test_killing_a_run_gives_one_notice(home: Path, tmp_path: Path) -> Non
             assert len(told) == 1 and "killed" in told[0], told
             await pilot.press("k", "y")  # again: this kill ends nothing, and says so
             idle = await until(pilot, lambda: [n.message for n in app._notifications
-                                               if "nothing to kill" in n.message], 30, "the second kill's word")
+                                               if "nothing to kill" in n.message], 30, "the second word")
             assert f"{run.id} (killed)" in idle[0], idle
     finally:
         runs.kill(run)
