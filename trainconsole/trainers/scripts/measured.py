@@ -80,6 +80,9 @@ class Measured:
         self.steps: dict[int, int] = {}  # each process's last known step
         self.stamps: dict[str, deque[Stamp]] = {"o": deque(maxlen=4096), "e": deque(maxlen=4096)}
         self.main: int | None = None
+        # the metrics the script sends through `report()`: its printed copies are left out (a structured
+        # log's `loss` is left out of the probe's step events only, never out of the printed lines)
+        self.reported: set[str] = set()
         self.held: list[tuple[str, Stamp]] = []  # the main process's lines, waiting for a later step
         # the main process's step records (when they came), waiting for the lines printed before them
         self.waiting: deque[tuple[float, dict[str, Any]]] = deque()
@@ -165,7 +168,8 @@ class Measured:
         elif kind == R.EXIT and self.main in (None, pid):
             self.figures.exit = record
         elif kind == R.REPORTS:  # the script reports these itself (`report()`): its figures are the ones
-            self.figures.own = set(record.get(R.NAMES) or ())
+            self.reported = set(record.get(R.NAMES) or ())
+            self.figures.own = set(self.reported)
         if kind == R.STEP and pid == self.main:
             self.waiting.append((time.monotonic(), record))
 
@@ -292,7 +296,7 @@ class Measured:
         for kind, fields in kinds.items():
             if train_split:  # `Train set: loss 0.3` in eval mode: what the script calls train stays train
                 fields = {_train(k): v for k, v in fields.items()}
-            fields = {k: v for k, v in fields.items() if k not in self.figures.own}  # report()'s are the ones
+            fields = {k: v for k, v in fields.items() if k not in self.reported}  # report()'s are the ones
             if fields:
                 self.writer.emit(kind, **where, **fields, **timing)
                 timing = {}
