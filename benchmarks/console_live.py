@@ -37,7 +37,7 @@ def writer(home: Path, runs: int, rate: int, seconds: float) -> None:
         for i, fd in enumerate(fds):
             lines = [json.dumps({"v": 1, "t": time.time(), "run": paths[i].parent.name, "type": "step",
                                  "step": step + k, "epoch": 1, "lr": 0.05,
-                                 "loss": 1.0 + (step + k) % 1000 / 1000,  # (its shown figure changes each event)
+                                 "loss": 1.0 + (step + k) % 1000 / 1000,  # (shown anew each event)
                                  "samples_per_s": 2100.0, "mem": {"devices": [], "rss": 812 << 20}})
                      for k in range(per_tick)]
             os.write(fd, ("\n".join(lines) + "\n").encode())
