@@ -28,9 +28,15 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict[str, Any]], Path]]:
     """Every script run at once (each in its own folder); its events and folder, by name."""
-    root = tmp_path_factory.mktemp("probe_corpus")
+    started = launch_all(tmp_path_factory.mktemp("probe_corpus"), SCRIPTS)
+    return {name: (ended(run), cwd) for name, (run, cwd) in started.items()}
+
+
+def launch_all(root: Path, scripts: tuple[str, ...]) -> dict[str, tuple[Path, Path]]:
+    """Start every corpus script as a run (each in its own folder, counting into its `c.json`); the run's
+    directory and the folder, by name."""
     started = {}
-    for name in SCRIPTS:
+    for name in scripts:
         cwd = root / name
         cwd.mkdir()
         env = {**os.environ, "TRAINCONSOLE_HOME": str(root / "home"), "COUNTERS": str(cwd / "c.json"),
@@ -38,7 +44,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict[
         out = subprocess.run([EXE, "run", "--script", str(CORPUS / f"{name}.py")], cwd=cwd, env=env,
                              capture_output=True, text=True, timeout=120, check=True)
         started[name] = (root / "home" / "runs" / out.stdout.split()[0], cwd)
-    return {name: (ended(run), cwd) for name, (run, cwd) in started.items()}
+    return started
 
 
 def ended(run: Path) -> list[dict[str, Any]]:

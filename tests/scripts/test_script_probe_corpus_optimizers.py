@@ -8,17 +8,13 @@ checked against what the script counted itself (`counters.py`)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from processes import wait_for
-from script_helpers import EXE, FIXTURES
-from test_script_probe_corpus import from_text, own
+from test_script_probe_corpus import from_text, launch_all, own
 
-CORPUS = FIXTURES / "probe_corpus"
 SCRIPTS = ("pytorch_dcgan", "polynomial_autograd", "mae_finetune", "optuna_pytorch_simple")
 ENDS = ("finished", "failed", "stopped", "killed")
 
@@ -28,17 +24,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict[str, Any]], dict[str, Any]]]:
     """Every script run at once; its events and its own counters, by name."""
-    root = tmp_path_factory.mktemp("probe_corpus_optimizers")
-    started = {}
-    for name in SCRIPTS:
-        cwd = root / name
-        cwd.mkdir()
-        env = {**os.environ, "TRAINCONSOLE_HOME": str(root / "home"), "COUNTERS": str(cwd / "c.json"),
-               "PYTHONPATH": str(CORPUS)}
-        out = subprocess.run([EXE, "run", "--script", str(CORPUS / f"{name}.py")], cwd=cwd, env=env,
-                             capture_output=True, text=True, timeout=120, check=True)
-        started[name] = (root / "home" / "runs" / out.stdout.split()[0] / "events.jsonl", cwd / "c.json")
-    return {name: (ended(log), json.loads(counted.read_text())) for name, (log, counted) in started.items()}
+    started = launch_all(tmp_path_factory.mktemp("probe_corpus_optimizers"), SCRIPTS)
+    return {name: (ended(run / "events.jsonl"), json.loads((cwd / "c.json").read_text()))
+            for name, (run, cwd) in started.items()}
 
 
 def ended(path: Path) -> list[dict[str, Any]]:

@@ -60,9 +60,10 @@ def run_status(run: RunDir, events: list[Event] | None = None, info: dict[str, A
     events = tail(run.events) if events is None else events
     info = run.read_info() if info is None else info
     final, final_t = last_final(events)
-    alive = places.alive(run.path, info)  # pid and start time here, the heartbeat from another host
-    if alive is False and final is None:  # its place may have just written how it ended (Slurm's word)
-        final, final_t = last_final(tail(run.events))
+    place = places.of(info)
+    alive = place.alive(run.path, info)  # pid and start time here, the heartbeat from another host
+    if alive is False and final is None and place.late_word_s:  # a place that writes how a run ended
+        final, final_t = last_final(tail(run.events))  # (Slurm's word) may just have, as it was asked
     launched = info.get("started_at") or 0.0  # a `started` from before a resume says nothing of this launch
     queued = in_queue(info, started=any(e.get("type") == STARTED and started_since(e.get("t") or 0, launched)
                                         for e in events))
