@@ -46,9 +46,11 @@ class Place(readers.Place):
         """End the run's whole process family there and record `killed` (`protocol.kills`)."""
         raise NotImplementedError
 
-    def ended_by(self, run: RunDir, status: Status, was: str, survivors: list[int]) -> Kill:
-        """A kill's outcome where the place's own kill says only who survived: ended now when the run was
-        alive (or lost with a process left) and is `killed` after, with none left."""
+    def ended_by(self, run: RunDir, status: Status, kill: Callable[[], list[int]]) -> Kill:
+        """What `kill` did, where it says only who survived: it ended the run now when the run was alive
+        (or lost with a process left) and is `killed` after, with none left."""
+        was = status(run)
+        survivors = kill()
         ended = not survivors and was in (*LIVE, "lost") and status(run) == "killed"
         return Kill(was, ended, survivors)
 

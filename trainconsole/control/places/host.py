@@ -77,8 +77,7 @@ class Host(hosts.Host, Place):
 
     def kill(self, run: RunDir, status: Status) -> Kill:
         """A kill request, waited for."""
-        was = status(run)
-        return self.ended_by(run, status, was, kill(run, status))
+        return self.ended_by(run, status, lambda: kill(run, status))
 
 
 PLACE = Host()

@@ -134,8 +134,7 @@ class Slurm(slurm_jobs.Slurm, Place):
 
     def kill(self, run: RunDir, status: Status) -> Kill:
         """The whole job ended, on every node."""
-        was = status(run)
-        return self.ended_by(run, status, was, kill(run, status))
+        return self.ended_by(run, status, lambda: kill(run, status))
 
 
 PLACE = Slurm()
