@@ -132,7 +132,7 @@ def test_a_stop_at_any_moment_of_a_resume_ends_stopped(home: Path) -> None:
     while not run.last_ckpt.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert runs.stop(run) == "stopped"
-    for delay in (0.0, 0.0, 0.005, 0.02, 0.05, 0.2, 0.5, 1.0):
+    for delay in (0.0, 0.02, 0.2, 1.0):  # before a line of ours runs, importing torch, restoring
         runs.resume(run)
         time.sleep(delay)
         assert runs.stop(run, grace=60) == "stopped", (delay, run.stderr.read_text()[-2000:])
