@@ -7,6 +7,7 @@ limit says so (`behind`), so the thread comes back at once for the rest.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from trainconsole.console.core.run_update import RunUpdate
 from trainconsole.protocol import RunDir
 from trainconsole.protocol.events import parse_lines as parse
 from trainconsole.protocol.lost import stderr_cause
+
+from . import run_history
 
 if TYPE_CHECKING:
     from trainconsole.protocol.index_file import Summary
@@ -37,6 +40,7 @@ class Backfill:
     state: RunState
     offset: int = 0
     bad_lines: int = 0
+    cut: float = -math.inf  # from a history (`run_history`): a step at or before this needs the whole log
 
 
 class TrackedRun:
@@ -59,6 +63,7 @@ class TrackedRun:
         # makes it read
         self.summarized_at = 0.0
         self.lost_for = -2.0  # the run.json mtime its process was last found gone at (-2: never)
+        self.cut = -math.inf  # its state came from a history: a new step at or before this needs the log
 
     @property
     def seen(self) -> bool:
@@ -102,20 +107,46 @@ class TrackedRun:
 
     def first_read(self) -> tuple[RunUpdate | None, int]:
         """Read the log's tail into a fresh state; the rest of it (if any) is left to `backfill_step`.
+        A long log's history (`run_history`) stands for the log up to its offset.
 
         Returns the update and the bytes read."""
+        self.cut = -math.inf
         try:
             size = os.stat(self.run.events).st_size
+            kept = run_history.read(self.run, size) if size >= run_history.FROM_BYTES else None
+            if kept is not None and size - kept.offset <= TAIL_MAX:  # the history, and the log since
+                update = self._from_history(kept, size)
+                if update is not None:
+                    return update, size - kept.offset
+                kept = None  # (the log goes back before what it kept whole)
             start, lines, end = _tail(self.run.events, size)
         except FileNotFoundError:
-            size, start, lines, end = 0, 0, [], 0
+            size, start, lines, end, kept = 0, 0, [], 0, None
         except OSError as e:
             return self.fail(f"cannot read events.jsonl: {e.strerror}"), 0
         events, bad = parse(lines)
         state = _state(self.run.id, events)
         self.offset, self.size, self.bad_lines = end, size if end == size else -1, bad
         self.backfill = Backfill(RunState(self.run.id)) if start > 0 else None
+        if kept is not None and start > kept.offset:  # the history, then the log from its offset on
+            self.backfill = Backfill(kept.state, kept.offset, kept.bad_lines, kept.cut)
         return self.update(state=state, notes=self._bad_note(state, bad)), end - start
+
+    def _from_history(self, kept: run_history.Kept, size: int) -> RunUpdate | None:
+        """The state a history kept, with the lines the log has grown by since (None: one of them goes
+        back before what the history kept whole; the log is read as if there were no history)."""
+        lines, used, _ = read_lines(self.run.events, kept.offset, size - kept.offset)
+        events, bad = parse(lines)
+        if _goes_back(events, kept.cut):
+            return None
+        for event in events:
+            kept.state.apply(event)
+        self.offset = kept.offset + used
+        self.size = size if self.offset == size else -1
+        self.bad_lines, self.backfill, self.cut = kept.bad_lines + bad, None, kept.cut
+        if used >= run_history.FROM_BYTES:  # much since: keep the history up to date
+            run_history.write(self.run, kept.state, self.offset, self.bad_lines)
+        return self.update(state=kept.state, notes=self._bad_note(kept.state, self.bad_lines))
 
     def read_new(self) -> tuple[RunUpdate | None, bool]:
         """Read what the log grew by (up to CHUNK): the update (None if nothing), and whether more waits."""
@@ -138,6 +169,8 @@ class TrackedRun:
         if not lines:
             return None, capped
         events, bad = parse(lines)
+        if _goes_back(events, self.cut):  # a resumed run's replayed steps reach what the history left out
+            return self.first_read()[0], False
         self.bad_lines += bad
         notes = self._bad_note(None, self.bad_lines) if bad else []
         return self.update(events=events, notes=notes), capped
@@ -154,13 +187,18 @@ class TrackedRun:
         except OSError as e:
             return self.fail(f"cannot read events.jsonl: {e.strerror}"), 0
         events, bad = parse(lines)
+        if _goes_back(events, b.cut):  # the history cannot take these: the whole log, from its start
+            self.backfill = Backfill(RunState(self.run.id))
+            return None, used
         for event in events:
             b.state.apply(event)
         b.offset, b.bad_lines = b.offset + used, b.bad_lines + bad
         if b.offset < self.offset:
             return None, used
         # Caught up: the state holds every event up to the live reading, so it replaces the tail's.
-        self.backfill, self.bad_lines = None, b.bad_lines
+        self.backfill, self.bad_lines, self.cut = None, b.bad_lines, b.cut
+        if self.offset >= run_history.FROM_BYTES:  # kept: the next console reads it, not the whole log
+            run_history.write(self.run, b.state, self.offset, self.bad_lines)
         return self.update(state=b.state, notes=self._bad_note(b.state, self.bad_lines)), used
 
     def _bad_note(self, state: RunState | None, bad: int) -> list[Note]:
@@ -168,6 +206,14 @@ class TrackedRun:
             return []
         t = (state.t_last if state is not None else None) or time.time()
         return [Note(t, "warning", f"skipped {bad} unreadable line(s) in events.jsonl")]
+
+
+def _goes_back(events: list[Event], cut: float) -> bool:
+    """Whether a step among `events` is at or before `cut` (it would replace points a history left out)."""
+    if cut == -math.inf:
+        return False
+    return any(e.get("type") == "step" and isinstance(e.get("step"), (int, float)) and e["step"] <= cut
+               for e in events)
 
 
 def _state(run_id: str, events: list[Event]) -> RunState:
