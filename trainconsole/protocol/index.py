@@ -24,13 +24,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import best_trial, places, run_summary
-from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, parse_lines, read_all
+from . import best_trial, places, run_files, run_summary
+from .events import EVAL, FINAL, FINISHED, STARTED, STEP, Event, parse_lines, read_all, tail
 from .index_file import IndexFiles, Summary
 from .meta import read_meta, tags_of
 from .rates import MeanRate
 from .run_row import DISK_CODES, RunRow, paused_for
 from .rundir import RunDir, epochs_in
+from .status import last_final
 
 #: The bytes at the end of a log read whole (`events.tail`'s): the rest is searched (`scan`).
 TAIL_BYTES = 64 << 10
@@ -73,11 +74,12 @@ def settled(key: str) -> bool:
 
 def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
         config: dict[str, Any] | None = None, facts: RunRow | None = None,
-        latest: dict[str, Any] | None = None) -> dict[str, Any]:
+        latest: dict[str, Any] | None = None, meta: dict[str, Any] | None = None,
+        size: int | None = None) -> dict[str, Any]:
     """The run as one `ls` row: id, name, kind, strategy, pid, host, started_at, ended_at, status, last
     (the latest metrics), cause (a failure's), tags, note and size (bytes on disk). `config`: the run's,
     if already read; `facts`: its events folded (`fold`), else `events` are; `latest`: the latest metrics
-    of its events (`last_metrics`), else of `events`."""
+    of its events (`last_metrics`), else of `events`; `meta` (meta.json) and `size`, if already read."""
     facts = fold(events) if facts is None else facts
     last = last_metrics(events) if latest is None else dict(latest)
     if facts.samples_per_s is not None:  # the run's mean, not its last window's (`rates`)
@@ -90,12 +92,14 @@ def row(run: RunDir, info: dict[str, Any], events: list[Event], status: str,
     if total:
         last["epochs"] = total
     out = {k: info.get(k) for k in ROW_FIELDS}
-    meta = read_meta(run)
+    meta = read_meta(run) if meta is None else meta
     out.update(id=run.id, status=status, last=last, tags=tags_of(meta), note=str(meta.get("note") or ""),
-               size=disk_size(run.path))
+               size=disk_size(run.path) if size is None else size)
     paused = paused_for(status, facts.disk_full)  # as the console's row says it
     if paused:
         out["paused"] = paused
+    if status in FINAL.values() and last_final(events)[0] != status:  # its place wrote how it ended
+        events = tail(run.events)  # while its status was derived (Slurm's word): the row says it too
     failure = next((e for e in reversed(events) if e.get("type") == "failed"), None)
     if failure is not None and status == "failed":
         out["cause"] = failure.get("cause")
@@ -137,18 +141,28 @@ def search_result(path: Path) -> dict[str, Any]:
     return {metric: best.get(best_trial.best_of(best, mode, named) or ""), "trials": len(best)}
 
 
-def summarize(run: RunDir, status_of: StatusOf) -> Summary:
-    """A run's whole summary, derived from its files now."""
-    key = fingerprint(os.fspath(run.path))  # before reading: a change meanwhile leaves it stale, never wrong
-    info = run.read_info()
-    parts = log_parts(run)
+def summarize(run: RunDir, status_of: StatusOf, found: run_files.RunFiles | None = None) -> Summary:
+    """A run's whole summary, derived from its files now (`found`: one look at them, if taken)."""
+    # one look before reading: a change meanwhile leaves the summary stale, never wrong
+    found = run_files.look(os.fspath(run.path)) if found is None else found
+    if found is None:  # (no run.json: what `RunDir.read_info` reads of a run without one)
+        found = run_files.RunFiles(fingerprint(os.fspath(run.path)), "", disk_size(run.path), None, None,
+                                   _bytes(run.config), None)
+    info, meta = run_files.loads_dict(found.info), run_files.loads_dict(found.meta)
+    parts = run_summary.parse(found.summary, found.log_key) if found.log_key else None
+    if parts is None or not RunRow.has_facts(parts["facts"]):  # (not: a summary of fewer facts)
+        parts = _read_parts(run.events)
     facts, events = RunRow(), parts["events"]
     facts.take_facts(parts["facts"])
-    config = read_config(run.config)  # once: TOML is most of a summary's cost
-    ls_row = row(run, info, events, status_of(run, events, info), config, facts, parts["last"])
+    text = _text(found.config)
+    config = _parsed_or_empty(text)  # once: TOML is most of a summary's cost
+    ls_row = row(run, info, events, status_of(run, events, info), config, facts, parts["last"], meta,
+                 found.size)
     # the facts of its events, and of its run.json beyond the `ls` row (a resumed run's earlier seconds)
     more = {"ran_s": info.get("ran_s")}
-    return Summary.of(run.id, key, ls_row, parts["best"], flatten(config), {**parts["facts"], **more})
+    details = f'{{"best": {json.dumps(parts["best"])}, "config": {_flat_text(text)}}}'  # (json.dumps's)
+    return Summary(run.id, found.key, json.dumps(ls_row), details,
+                   facts_text=json.dumps({**parts["facts"], **more}))
 
 
 def log_parts(run: RunDir) -> dict[str, Any]:
@@ -265,9 +279,27 @@ def flat_config(path: Path) -> dict[str, Any]:
 
 def read_config(path: Path) -> dict[str, Any]:
     """The run's config ({} if unreadable). Not to be changed: runs of one config file share it."""
+    return _parsed_or_empty(_text(_bytes(path)))
+
+
+def _bytes(path: Path) -> bytes | None:
     try:
-        return _parsed(path.read_text())
-    except (OSError, ValueError):
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _text(data: bytes | None) -> str | None:
+    try:
+        return None if data is None else data.decode()
+    except ValueError:
+        return None
+
+
+def _parsed_or_empty(text: str | None) -> dict[str, Any]:
+    try:
+        return {} if text is None else _parsed(text)
+    except ValueError:
         return {}
 
 
@@ -276,6 +308,12 @@ def _parsed(text: str) -> dict[str, Any]:
     """TOML parsed once per distinct text (the runs of one config file, in a listing that summarizes
     many, are parsed once)."""
     return tomllib.loads(text)
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_text(text: str | None) -> str:
+    """A config's dotted keys as JSON text, once per distinct text."""
+    return json.dumps(flatten(_parsed_or_empty(text)))
 
 
 def flatten(config: dict[str, Any]) -> dict[str, Any]:
@@ -373,9 +411,8 @@ def derive(paths: list[str], status_of: StatusOf) -> dict[str, Summary | None]:
 
 
 def _derived(path: str, status_of: StatusOf) -> Summary | None:
-    if not os.path.exists(path + "/run.json"):
-        return None
-    return summarize(RunDir(path), status_of)
+    found = run_files.look(path)
+    return None if found is None else summarize(RunDir(path), status_of, found)
 
 
 def _picklable(status_of: StatusOf) -> bool:

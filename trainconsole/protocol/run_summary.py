@@ -15,7 +15,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from typing import Any
+
+from .run_files import loads
 
 NAME = "summary.json"
 #: Bumped when the summary's shape changes: summaries of another version are not read.
@@ -42,14 +45,22 @@ def read(run_path: str) -> dict[str, Any] | None:
     """The summary's parts while the log is the one it was made from, else None."""
     try:
         with open(run_path + "/" + NAME, "rb") as f:
-            found = json.loads(f.read())
-    except (OSError, ValueError):
+            data = f.read()
+    except OSError:
         return None
+    return parse(data, lambda: log_key(run_path))
+
+
+def parse(data: bytes | None, key: str | Callable[[], str]) -> dict[str, Any] | None:
+    """The parts of a summary's bytes while `key` (the log's `log_key` now, or a function giving it) is
+    the one it was made from, else None."""
+    found = loads(data)
     if not isinstance(found, dict) or found.get("v") != VERSION or not found.get("log"):
         return None
     if any(not isinstance(found.get(name), kind) for name, kind in PARTS.items()):
         return None
-    return {name: found[name] for name in PARTS} if found["log"] == log_key(run_path) else None
+    now = key() if callable(key) else key
+    return {name: found[name] for name in PARTS} if found["log"] == now else None
 
 
 def write(run_path: str, key: str, parts: dict[str, Any]) -> None:
