@@ -37,6 +37,20 @@ class RunFiles:
     summary: bytes | None
 
 
+def fingerprint(path: str) -> str:
+    """What changes when anything a summary of the run at `path` is derived from changes ("": the run is
+    unreadable). Strings, not Paths: this runs for every run of every listing."""
+    try:
+        events, folder = os.stat(path + "/events.jsonl"), os.stat(path)
+    except OSError:
+        return ""
+    try:
+        checkpoints = os.stat(path + "/checkpoints").st_mtime_ns
+    except OSError:
+        checkpoints = 0
+    return f"{events.st_size},{events.st_mtime_ns},{folder.st_mtime_ns},{checkpoints}"
+
+
 def look(path: str) -> RunFiles | None:
     """The run directory at `path` looked at once (None: not a run, or not yet: no run.json)."""
     try:
