@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from history_paths import log_differences
+
 from trainconsole.console.core.board import row
 from trainconsole.console.core.run_state import RunState, summarized
 from trainconsole.control import runs
@@ -50,4 +52,5 @@ def differences(root: Path) -> list[str]:
             continue
         if pair is not None and pair[0] != pair[1]:
             out.append(f"{folder}: index {pair[0]} != log {pair[1]}")
+        out += [f"history differs: {d}" for d in log_differences(Path(folder) / "events.jsonl")]
     return out

@@ -254,3 +254,19 @@ def test_a_history_is_written_whole_or_not_at_all(tmp_path: Path, small: None,
     assert not run_history.write(run, state, run.events.stat().st_size)
     assert Path(run_history.path(run)).read_bytes() == before
     assert [p.name for p in run.path.iterdir()] == ["events.jsonl", "history.json"]
+
+
+@pytest.mark.parametrize("at", [{"step": 550}, {}])
+def test_an_eval_placed_among_the_points_left_out_has_the_log_replayed(tmp_path: Path, small: None,
+                                                                       at: dict) -> None:
+    """The compare view's wall axis places an eval by the step times around it: those the history left
+    out are read from the log (an eval without a step lands at the run's last step: one without a loss,
+    written after the history, here)."""
+    run = write_log(tmp_path / "r", 2000)
+    read(run)
+    with open(run.events, "a") as f:
+        if not at:
+            f.write(json.dumps({"v": 1, "t": T0 + 3000, "run": "r", "type": "step", "step": 2001}) + "\n")
+        f.write(json.dumps({"v": 1, "t": T0 + 3000, "run": "r", "type": "eval", **at, "val_acc": 0.7}) + "\n")
+    t, state = read(run)
+    assert shows(state) == shows(replayed(run.id, read_all(run.events)))

@@ -64,6 +64,7 @@ class TrackedRun:
         self.summarized_at = 0.0
         self.lost_for = -2.0  # the run.json mtime its process was last found gone at (-2: never)
         self.cut = -math.inf  # its state came from a history: a new step at or before this needs the log
+        self.step: Any = None  # the run's step, as far as read (where an eval without one lands)
 
     @property
     def seen(self) -> bool:
@@ -137,13 +138,14 @@ class TrackedRun:
         back before what the history kept whole; the log is read as if there were no history)."""
         lines, used, _ = read_lines(self.run.events, kept.offset, size - kept.offset)
         events, bad = parse(lines)
-        if _goes_back(events, kept.cut):
+        if goes_back(events, kept.cut, kept.state.step)[0]:
             return None
         for event in events:
             kept.state.apply(event)
         self.offset = kept.offset + used
         self.size = size if self.offset == size else -1
-        self.bad_lines, self.backfill, self.cut = kept.bad_lines + bad, None, kept.cut
+        self.bad_lines, self.backfill = kept.bad_lines + bad, None
+        self.cut, self.step = kept.cut, kept.state.step
         if used >= run_history.FROM_BYTES:  # much since: keep the history up to date
             run_history.write(self.run, kept.state, self.offset, self.bad_lines)
         return self.update(state=kept.state, notes=self._bad_note(kept.state, self.bad_lines))
@@ -169,7 +171,8 @@ class TrackedRun:
         if not lines:
             return None, capped
         events, bad = parse(lines)
-        if _goes_back(events, self.cut):  # a resumed run's replayed steps reach what the history left out
+        back, self.step = goes_back(events, self.cut, self.step)
+        if back:  # a resumed run's replayed steps reach what the history left out
             return self.first_read()[0], False
         self.bad_lines += bad
         notes = self._bad_note(None, self.bad_lines) if bad else []
@@ -187,7 +190,7 @@ class TrackedRun:
         except OSError as e:
             return self.fail(f"cannot read events.jsonl: {e.strerror}"), 0
         events, bad = parse(lines)
-        if _goes_back(events, b.cut):  # the history cannot take these: the whole log, from its start
+        if goes_back(events, b.cut, b.state.step)[0]:  # the history cannot take these: the whole log
             self.backfill = Backfill(RunState(self.run.id))
             return None, used
         for event in events:
@@ -196,7 +199,7 @@ class TrackedRun:
         if b.offset < self.offset:
             return None, used
         # Caught up: the state holds every event up to the live reading, so it replaces the tail's.
-        self.backfill, self.bad_lines, self.cut = None, b.bad_lines, b.cut
+        self.backfill, self.bad_lines, self.cut, self.step = None, b.bad_lines, b.cut, b.state.step
         if self.offset >= run_history.FROM_BYTES:  # kept: the next console reads it, not the whole log
             run_history.write(self.run, b.state, self.offset, self.bad_lines)
         return self.update(state=b.state, notes=self._bad_note(b.state, self.bad_lines)), used
@@ -208,12 +211,23 @@ class TrackedRun:
         return [Note(t, "warning", f"skipped {bad} unreadable line(s) in events.jsonl")]
 
 
-def _goes_back(events: list[Event], cut: float) -> bool:
-    """Whether a step among `events` is at or before `cut` (it would replace points a history left out)."""
-    if cut == -math.inf:
-        return False
-    return any(e.get("type") == "step" and isinstance(e.get("step"), (int, float)) and e["step"] <= cut
-               for e in events)
+def goes_back(events: list[Event], cut: float, step: Any) -> tuple[bool, Any]:
+    """Whether a point of `events` lands at or before `cut` (a step replayed from a checkpoint, an eval
+    placed there: it would need the points a history left out), and the run's step after them (`step`:
+    its step before them, which places an eval without its own, as `RunState` places it)."""
+    if cut == -math.inf:  # (no history: nothing to check)
+        return False, step
+    for e in events:
+        kind, at = e.get("type"), e.get("step")
+        if kind == "step":
+            x, step = at, at if at is not None else step
+        elif kind == "eval":
+            x = at if "step" in e else step if step is not None else e.get("epoch")
+        else:
+            continue
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and x <= cut:
+            return True, step
+    return False, step
 
 
 def _state(run_id: str, events: list[Event]) -> RunState:
