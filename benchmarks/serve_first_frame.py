@@ -3,8 +3,9 @@
 Alternately, `--repeat` times: a fresh `trainconsole` on a 120x40 pseudo-terminal, from exec until the
 footer's `Quit` has reached the terminal (as `console_startup.py` measures it); and a fresh tab on the
 printed URL of one running `serve`, from the tab's navigation start (the page, textual.js, the websocket,
-a fresh console process, its frames) until `Quit` has reached the page (a script put into the page before
-its own records the moment, in the page's clock). The browser is started once, before; so is `serve`.
+the console process that serve started ahead for it, or a fresh one, and its frames) until `Quit` has
+reached the page (a script put into the page before its own records the moment, in the page's clock).
+The browser is started once, before; so is `serve`.
 Both consoles read the same home of `--runs` finished runs. Needs chromium and chromium-driver (Debian).
 
     .venv/bin/python benchmarks/serve_first_frame.py --repeat 10 --runs 20
@@ -24,6 +25,10 @@ import time
 from pathlib import Path
 
 from console_common import EXE, REPO, cold_start, finished_runs, machine
+
+#: Between a tab and the next terminal: its console ends and serve's next spare loads (not while the
+#: terminal's console starts, which would then look slower).
+SETTLE_S = 2.0
 
 RECORDER = """
 window.__tcOut = "";
@@ -102,7 +107,7 @@ def main() -> None:
             for _ in range(args.repeat):
                 terminal.append(cold_start(home)[0])
                 tabs.append(tab_first_frame(driver, url))
-                time.sleep(0.5)  # the left page's console ends
+                time.sleep(SETTLE_S)  # the left page's console ends, and serve's spare for the next tab loads
         finally:
             driver.quit()
             server.send_signal(signal.SIGTERM)

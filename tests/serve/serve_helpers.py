@@ -100,9 +100,14 @@ def consoles_of(home: Path) -> list[int]:
 
 
 def _is_console(process: psutil.Process) -> bool:
+    """A tab's console: started for it, or the spare serve keeps loaded once a tab has taken it (it then
+    names itself `trainconsole`; waiting, it has read and shown nothing)."""
     try:
-        return process.cmdline()[1:] in (["-P", "-m", "trainconsole.console"],
-                                         ["-P", "-m", "trainconsole.console", "--read-only"])
+        argv = process.cmdline()[1:]
+        if argv == ["-P", "-m", "trainconsole.console.serve.spare"]:
+            return process.name() == "trainconsole"
+        return argv in (["-P", "-m", "trainconsole.console"],
+                        ["-P", "-m", "trainconsole.console", "--read-only"])
     except (psutil.NoSuchProcess, psutil.ZombieProcess, IndexError):
         return False
 

@@ -5,7 +5,9 @@ unchanged: `/ws`, JSON `["stdin", ...]` / `["resize", {...}]`), on aiohttp, behi
 Every route passes `guard` first: a Host that is not ours is refused (403), then a request with neither
 a valid token nor cookie (401, 403 for a wrong one); nothing starts a process before that. The page takes
 the token from its URL and sets the cookie; the websocket also needs its Origin to be the page's own.
-Each websocket is one console process (`sessions`), at most `max_sessions` at once.
+Each websocket is one console process (`sessions`), at most `max_sessions` at once: the spare that serve
+keeps loaded for the next tab (it reads and shows nothing until a websocket that passed every check takes
+it), or a fresh one.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.download_manager import DownloadManager
 
 from .security import Access, Hosts, Tokens, same_origin
-from .sessions import Session, Sessions, console_argv
+from .sessions import Session, Sessions, Spare, console_argv
 
 log = logging.getLogger("trainconsole.serve")
 ACCESS = web.AppKey("access", Access)
@@ -61,6 +63,7 @@ class Server:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.sessions = Sessions(settings.max_sessions)
+        self.spare = Spare()  # the next tab's console, loaded ahead
         self.downloads = DownloadManager()
 
     def app(self) -> web.Application:
@@ -72,6 +75,7 @@ class Server:
             web.get("/download/{key}", self.download),
             web.static("/static", STATICS),
         ])
+        app.on_startup.append(self._start_spare)
         app.on_shutdown.append(self._end_sessions)
         return app
 
@@ -118,8 +122,9 @@ class Server:
             return self._full()
         ws = web.WebSocketResponse(heartbeat=WS_HEARTBEAT_S)
         await ws.prepare(request)
-        session = Session(console_argv(request[ACCESS] is Access.READ_ONLY), write_bytes=ws.send_bytes,
-                          write_str=ws.send_str, close=ws.close, download_manager=self.downloads)
+        session = Session(console_argv(request[ACCESS] is Access.READ_ONLY), self.spare,
+                          write_bytes=ws.send_bytes, write_str=ws.send_str, close=ws.close,
+                          download_manager=self.downloads)
         self.sessions.live.add(session)
         try:
             await session.start(_int(request.query.get("width"), 80), _int(request.query.get("height"), 24))
@@ -188,7 +193,11 @@ class Server:
         await response.write_eof()
         return response
 
+    async def _start_spare(self, _: web.Application) -> None:
+        await self.spare.start()
+
     async def _end_sessions(self, _: web.Application) -> None:
+        await self.spare.end()
         await self.sessions.end_all()
 
 
