@@ -2,18 +2,26 @@
 
 Three times per log size, from just before `exec` of the console: its first frame, the runs table right
 (a frame on screen whose row shows `finished` and the last epoch), and the whole history plotted (the
-first plot drawn after the backfilled state, every step in it, was taken). Each size is measured with
-orjson and with the stdlib json parser (`--parsers`), alternately, `--repeat` times; medians are printed,
-with the console process's CPU seconds (all threads) at each point: on a shared, busy machine they move
-much less than the wall times.
+first plot drawn after a state with every step in it was taken); and both again from the moment the
+dashboard opened (the reader starts then). Each size is measured with orjson and with the stdlib json
+parser (`--parsers`), alternately, `--repeat` times; medians are printed, with the console process's CPU
+seconds (all threads) at each point: on a shared, busy machine they move much less than the wall times.
 
-    .venv/bin/python benchmarks/console_reattach.py --events 100000 500000 1000000 --repeat 3
+With `--base DIR` (a checkout of the commit before issue 47's history: `git worktree add /tmp/base47r
+0b9ac78`), each repeat runs, in turn: the base's console (it replays the log), this tree's console on a run
+without a `history.json` (it replays the log and keeps its history: `fresh`), and this tree's again with
+the history that one kept (`kept`), and prints the ratios kept / base. It also times, in this process,
+keeping the history (`history_write_s`, what the first console pays once) and reading it back.
+
+    .venv/bin/python benchmarks/console_reattach.py --events 500000 --repeat 3 --parsers orjson \
+        --base /tmp/base47r
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -110,12 +118,14 @@ def console(result: Path, t0: float, events: int, parser: str) -> None:
     Timed().run()
 
 
-def measure(events: int, parser: str, home: Path) -> dict[str, float]:
-    """One reattach: start the console on a pty, wait for it to report, return its times."""
+def measure(events: int, parser: str, home: Path, tree: Path | None = None) -> dict[str, float]:
+    """One reattach: start the console (of the checkout `tree`, default this one) on a pty, wait for it to
+    report, return its times."""
+    script = str(tree / "benchmarks" / Path(__file__).name) if tree else __file__
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "times.json"
         t0 = time.time()
-        term = Console(home, cmd=[sys.executable, __file__, "--console", str(result), "--t0", repr(t0),
+        term = Console(home, cmd=[sys.executable, script, "--console", str(result), "--t0", repr(t0),
                                   "--events", str(events), "--parser", parser])
         deadline = time.monotonic() + 120
         while term.proc.poll() is None and time.monotonic() < deadline:
@@ -126,12 +136,39 @@ def measure(events: int, parser: str, home: Path) -> dict[str, float]:
         return {**json.loads(result.read_text()), "frame": term.first_frame or 0.0}
 
 
+def history_costs(home: Path) -> dict[str, float]:
+    """Keeping the run's history (once, by the console that replays its log) and reading it back, in this
+    process: seconds (median of 3) and the file's size."""
+    from trainconsole.console.core.run_state import RunState
+    from trainconsole.console.services import run_history
+    from trainconsole.protocol import RunDir, read_all
+
+    run = RunDir(home / "runs" / RUN)
+    state, size = RunState(RUN), run.events.stat().st_size
+    for event in read_all(run.events):
+        state.apply(event)
+    writes, reads = [], []
+    for _ in range(3):
+        t = time.perf_counter()
+        assert run_history.write(run, state, size)
+        writes.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        assert run_history.read(run, size) is not None
+        reads.append(time.perf_counter() - t)
+    kib = os.stat(run_history.path(run)).st_size / 1024
+    os.unlink(run_history.path(run))
+    return {"history_write_s": round(statistics.median(writes), 3),
+            "history_read_s": round(statistics.median(reads), 3), "history_kib": round(kib)}
+
+
 def main() -> None:
-    """Print one JSON line per log size: medians of the row and plot times, per parser."""
+    """Print one JSON line per log size: medians of the row and plot times, per parser (and per console
+    with --base)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, nargs="+", default=[100_000, 500_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--parsers", nargs="+", default=["orjson", "json"])
+    parser.add_argument("--base", type=Path, help="a checkout of the base commit, run in turn with this tree")
     parser.add_argument("--console", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--t0", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--parser", default="orjson", help=argparse.SUPPRESS)
@@ -144,18 +181,34 @@ def main() -> None:
             home = Path(tmp) / "home"
             make_log(home, events)
             size = (home / "runs" / RUN / "events.jsonl").stat().st_size
-            runs: dict[str, list[dict[str, float]]] = {p: [] for p in args.parsers}
+            kept = home / "runs" / RUN / "history.json"
+            sides = ["base", "fresh", "kept"] if args.base else [""]
+            runs: dict[str, list[dict[str, float]]] = {f"{p}_{s}".strip("_"): [] for p in args.parsers
+                                                       for s in sides}
             for _ in range(args.repeat):
                 for name in args.parsers:
-                    runs[name].append(measure(events, name, home))
+                    for side in sides:
+                        if side in ("base", "fresh") and kept.exists():
+                            kept.unlink()  # (the base never reads it; `fresh` replays and keeps it)
+                        tree = args.base if side == "base" else None
+                        runs[f"{name}_{side}".strip("_")].append(measure(events, name, home, tree))
+            costs = history_costs(home) if args.base else {}
         out: dict[str, object] = {"benchmark": "console reattach", "events": events,
                                   "log_mib": round(size / 2**20)}
         for name, times in runs.items():
             out[f"{name}_first_frame_s"] = round(statistics.median(t["frame"] for t in times), 2)
-            out[f"{name}_row_s"] = round(statistics.median(t["row"] for t in times), 2)
-            out[f"{name}_plot_s"] = round(statistics.median(t["plot"] for t in times), 2)
+            for what in ("row", "plot"):
+                out[f"{name}_{what}_s"] = round(statistics.median(t[what] for t in times), 2)
+                out[f"{name}_{what}_after_dashboard_s"] = round(
+                    statistics.median(t[what] - t["dashboard"] for t in times), 3)
             for what in ("dashboard", "row", "plot"):
                 out[f"{name}_{what}_cpu_s"] = round(statistics.median(t[what + "_cpu"] for t in times), 2)
+        for name in args.parsers if args.base else []:
+            for what in ("row_s", "plot_s", "row_after_dashboard_s", "plot_after_dashboard_s", "plot_cpu_s"):
+                base = out[f"{name}_base_{what}"]
+                kept_figure = out[f"{name}_kept_{what}"]
+                out[f"{name}_kept_vs_base_{what}"] = round(kept_figure / base, 3) if base else None
+        out.update(costs)
         out["machine"] = machine()
         print(json.dumps(out), flush=True)
 
