@@ -60,7 +60,7 @@ def matching(expr: str, found: list[RunDir] | None = None) -> list[Summary]:
         wanted = parse(expr)
     except FilterError as e:
         fail(str(e))
-    return [s for s in control().summaries(found) if wanted.matches(s)]
+    return control().summaries(found, wanted.matches if wanted.terms else None)
 
 
 def picked(ids: list[str], expr: str) -> list[RunDir]:

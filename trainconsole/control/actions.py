@@ -206,10 +206,11 @@ class Control:
 
     # -- many runs: the index, delete, prune, tags and notes (issue 26) ---------------------------------
 
-    def summaries(self, found: list[RunDir] | None = None) -> list[index.Summary]:
+    def summaries(self, found: list[RunDir] | None = None,
+                  wanted: Callable[[index.Summary], bool] | None = None) -> list[index.Summary]:
         """Each run's summary (its `ls` row, best metrics, config keys), read from the run index where it
-        is still true; every run of the home when `found` is None."""
-        return runs.summaries(self.home, found)
+        is still true; every run of the home when `found` is None; only those `wanted` wants (a filter)."""
+        return runs.summaries(self.home, found, wanted)
 
     def trashed(self) -> list[index.Summary]:
         """The summaries of the runs in the trash (not indexed: the trash is rarely listed)."""

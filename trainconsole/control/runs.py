@@ -164,10 +164,11 @@ def summary(run: RunDir) -> dict[str, Any]:
     return index.row(run, info, events, status(run, events, info))
 
 
-def summaries(root: Path, found: list[RunDir] | None) -> list[index.Summary]:
+def summaries(root: Path, found: list[RunDir] | None,
+              wanted: Callable[[index.Summary], bool] | None = None) -> list[index.Summary]:
     """Each run's summary (its `ls` row, best metrics, config keys: every run's when `found` is None),
-    from the run index where it is still true."""
-    return index.summaries(root, status, found)
+    from the run index where it is still true; only those `wanted` wants (a filter)."""
+    return index.summaries(root, status, found, wanted)
 
 
 def stop(run: RunDir, grace: float = 30.0) -> str:

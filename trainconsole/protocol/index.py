@@ -18,11 +18,14 @@ import functools
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from . import places, run_files
 from .events import FINAL
-from .index_file import IndexFiles, Summary
+from .index_check import STALE, WANTED, verdicts
+from .index_file import FACTS, IndexFiles, Summary
 from .index_rows import (  # noqa: F401 (the index's derivation, named here as callers have named it: index.row)
     ROW_FIELDS,
     TAIL_BYTES,
@@ -57,10 +60,12 @@ def settled(key: str) -> bool:
 
 
 def files(home: Path) -> IndexFiles:
-    """The home's index files; a summary's details missing there are derived from its run."""
+    """The home's index files; a summary's facts or details missing there are derived from its run."""
 
-    def derive(summary: Summary) -> str:
+    def derive(summary: Summary, name: str) -> str:
         run = RunDir(home / "runs" / summary.id)
+        if name == FACTS:
+            return json.dumps({**log_parts(run)["facts"], "ran_s": run.read_info().get("ran_s")})
         return json.dumps({"best": log_parts(run)["best"], "config": flat_config(run.config)})
 
     return IndexFiles(home, derive)
@@ -76,38 +81,33 @@ def save(home: Path, summaries: dict[str, Summary]) -> None:
     files(home).save(summaries)
 
 
-def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None) -> list[Summary]:
+def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None,
+              wanted: Callable[[Summary], bool] | None = None) -> list[Summary]:
     """Each run's summary (every run of the home, oldest first, when `runs` is None), from the index
     where its fingerprint still matches, else derived now (and kept in the index when the run has ended
-    and its files are settled). The index is rewritten only when it changed; a full listing also drops
-    the entries of runs that are gone."""
+    and its files are settled); `wanted` (a filter): only those it wants, tested as the index is checked.
+    The index is rewritten only when it changed; a full listing also drops the entries of runs that are
+    gone."""
     index = files(home)
     old = index.load()
-    every = runs is None
     paths = _run_paths(home) if runs is None else [os.fspath(r.path) for r in runs]
-    kept: dict[str, Summary] = {} if every else dict(old)
+    ids = [path.rpartition("/")[2] for path in paths]
+    judged = verdicts(paths, [old.get(i) for i in ids], wanted)
+    derived = derive([p for p, verdict in zip(paths, judged, strict=True) if verdict == STALE], status_of)
+    kept: dict[str, Summary] = {} if runs is None else dict(old)
     out: list[Summary] = []
-    derived = derive([p for p in paths if not _still_true(old.get(p.rpartition("/")[2]), p)], status_of)
-    for path in paths:
-        run_id = path.rpartition("/")[2]
-        summary = derived[path] if path in derived else old[run_id]
+    for path, run_id, verdict in zip(paths, ids, judged, strict=True):
+        summary = old[run_id] if verdict != STALE else derived[path]
         if summary is None:
             continue  # not a run (yet): a directory being created
         kept.pop(run_id, None)
-        if summary is old.get(run_id) or keeps(summary):
+        if verdict != STALE or keeps(summary):
             kept[run_id] = summary
-        out.append(summary)
+        if verdict == WANTED or (verdict == STALE and (wanted is None or wanted(summary))):
+            out.append(summary)
     if kept.keys() != old.keys() or any(kept[i] is not old.get(i) for i in kept):
         index.save(kept)
     return out
-
-
-def _still_true(summary: Summary | None, path: str) -> bool:
-    """Whether an index entry still holds for the run at `path` (its fingerprint matches)."""
-    if summary is None:
-        return False
-    key = fingerprint(path)
-    return bool(key) and summary.key == key
 
 
 def derive(paths: list[str], status_of: StatusOf) -> dict[str, Summary | None]:
@@ -129,7 +129,7 @@ def derive(paths: list[str], status_of: StatusOf) -> dict[str, Summary | None]:
 
 def _derived(path: str, status_of: StatusOf) -> Summary | None:
     found = run_files.look(path)
-    return None if found is None else summarize(RunDir(path), status_of, found)
+    return None if found is None else summarize(RunDir(path), status_of, found, keeps_row)
 
 
 def _picklable(status_of: StatusOf) -> bool:
@@ -146,11 +146,17 @@ def _picklable(status_of: StatusOf) -> bool:
 def keeps(summary: Summary) -> bool:
     """Whether a summary derived now can be kept: its run has ended, its files are settled, and for a
     run whose place may still change how it ended, that time has passed (`Place.late_word_s`: for a Slurm
-    run an outside `scancel` turns the run's own `stopped` into `killed` a moment after it)."""
-    if summary.row["status"] not in FINAL.values() or not settled(summary.key):
+    run an outside `scancel` turns the run's own `stopped` into `killed` a moment after it). (Judged as
+    it was derived, where it was: `Summary.keep`.)"""
+    return keeps_row(summary.row, summary.key) if summary.keep is None else summary.keep
+
+
+def keeps_row(ls_row: dict[str, Any], key: str) -> bool:
+    """`keeps`, of a summary's row and fingerprint."""
+    if ls_row["status"] not in FINAL.values() or not settled(key):
         return False
-    late = places.of(summary.row).late_word_s
-    return not late or time.time() - (summary.row.get("ended_at") or 0.0) >= late
+    late = places.of(ls_row).late_word_s
+    return not late or time.time() - (ls_row.get("ended_at") or 0.0) >= late
 
 
 def _run_paths(home: Path) -> list[str]:

@@ -1,11 +1,12 @@
-"""The run index on disk (stdlib only): `index.tsv` and `index-details.tsv` in the home.
+"""The run index on disk (stdlib only): `index.tsv`, `index-facts.tsv` and `index-details.tsv` in the home.
 
-One line per run, `id TAB fingerprint TAB json`: the `ls` row in the first file (and a fourth column,
-the facts of the whole log the console's row needs beyond it: `Summary.facts`), the details that only
-filters need (best metrics, config keys) in the second, so that `ls --json` reads a third of the bytes
-and copies each row out without decoding or encoding it. JSON text never holds a raw tab or newline.
-Both files are replaced atomically; one that is missing, unreadable or of another version reads as
-empty (the runs are summarized again).
+One line per run, `id TAB fingerprint TAB json`: the `ls` row in the first file, the facts of the whole
+log the console's row needs beyond it (`Summary.facts`) in the second, the details that filters need
+(best metrics, config keys) in the third, so that `ls --json` reads a fifth of the bytes and copies each
+row out without decoding or encoding it. JSON text never holds a raw tab or newline. Each file is
+replaced atomically; one that is missing, unreadable or of another version reads as empty (the runs
+are summarized again), and a line of the second or third whose fingerprint is not its row's is not
+read (its part is derived from the run again).
 """
 
 from __future__ import annotations
@@ -18,21 +19,23 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-ROWS, DETAILS = "index.tsv", "index-details.tsv"
+ROWS, FACTS, DETAILS = "index.tsv", "index-facts.tsv", "index-details.tsv"
 #: Bumped when a line's shape changes: files of another version are rebuilt.
-HEADER = "trainconsole run index 3"
+HEADER = "trainconsole run index 4"
 TAB = "\t"
 
 
 class Summary:
-    """One run's summary: its `ls` row and its details (best metrics, config keys), each kept as JSON
-    text and decoded only when asked for. Details not in hand come from `fetch_details` (the details
-    file, else the run's own files)."""
+    """One run's summary: its `ls` row, the facts of its log and its details (best metrics, config keys),
+    each kept as JSON text and decoded only when asked for. Facts and details not in hand come from
+    `fetch_part` (the index's files, else the run's own files). `keep`: whether it may be kept in the
+    index, where it was judged as it was derived (`index.keeps`; None: not yet)."""
 
     def __init__(self, run_id: str, key: str, row_text: str, details_text: str | None = None,
-                 fetch_details: Callable[[Summary], str] | None = None, facts_text: str = "{}") -> None:
-        self.id, self.key, self.row_text, self.facts_text = run_id, key, row_text, facts_text
-        self._details_text, self._fetch = details_text, fetch_details
+                 fetch_part: Callable[[Summary, str], str] | None = None, facts_text: str | None = "{}",
+                 keep: bool | None = None) -> None:
+        self.id, self.key, self.row_text, self.keep = run_id, key, row_text, keep
+        self._details_text, self._facts_text, self._fetch = details_text, facts_text, fetch_part
 
     @classmethod
     def of(cls, run_id: str, key: str, row: dict[str, Any], best: dict[str, Any],
@@ -40,6 +43,13 @@ class Summary:
         """A summary made from its parts."""
         return cls(run_id, key, json.dumps(row), json.dumps({"best": best, "config": config}),
                    facts_text=json.dumps(facts or {}))
+
+    @property
+    def facts_text(self) -> str:
+        """The facts as JSON text (fetched once if not in hand)."""
+        if self._facts_text is None:
+            self._facts_text = self._fetch(self, FACTS) if self._fetch else "{}"
+        return self._facts_text
 
     @cached_property
     def facts(self) -> dict[str, Any]:
@@ -56,7 +66,7 @@ class Summary:
     def details_text(self) -> str:
         """The details as JSON text (fetched once if not in hand)."""
         if self._details_text is None:
-            self._details_text = self._fetch(self) if self._fetch else '{"best": {}, "config": {}}'
+            self._details_text = self._fetch(self, DETAILS) if self._fetch else '{"best": {}, "config": {}}'
         return self._details_text
 
     @cached_property
@@ -104,26 +114,29 @@ def write_lines(path: Path, lines: dict[str, tuple[str, ...]]) -> None:
 
 
 class IndexFiles:
-    """The home's two index files: rows read at once, details read the first time a summary asks."""
+    """The home's index files: rows read at once, facts and details the first time a summary asks."""
 
-    def __init__(self, home: Path, derive_details: Callable[[Summary], str]) -> None:
-        self.home, self._derive = home, derive_details
+    def __init__(self, home: Path, derive_part: Callable[[Summary, str], str]) -> None:
+        self.home, self._derive = home, derive_part
+        self._parts: dict[str, dict[str, tuple[str, ...]]] = {}
 
-    @cached_property
-    def _details(self) -> dict[str, tuple[str, ...]]:
-        return read_lines(self.home / DETAILS)
-
-    def fetch_details(self, summary: Summary) -> str:
-        """A summary's details: from the details file when its fingerprint matches, else derived."""
-        key, text = self._details.get(summary.id, ("", ""))
-        return text if key == summary.key and text else self._derive(summary)
+    def fetch_part(self, summary: Summary, name: str) -> str:
+        """A summary's facts (FACTS) or details (DETAILS): from their file when its fingerprint there is
+        the row's, else derived from the run."""
+        if name not in self._parts:
+            self._parts[name] = read_lines(self.home / name)
+        key, text = self._parts[name].get(summary.id, ("", ""))
+        return text if key == summary.key and text else self._derive(summary, name)
 
     def load(self) -> dict[str, Summary]:
         """The index's summaries by run id."""
-        return {i: Summary(i, key, text, None, self.fetch_details, facts)
-                for i, (key, text, facts) in read_lines(self.home / ROWS, 4).items()}
+        fetch = self.fetch_part
+        return {i: Summary(i, key, text, None, fetch, None, True)
+                for i, (key, text) in read_lines(self.home / ROWS).items()}
 
     def save(self, summaries: dict[str, Summary]) -> None:
-        """Replace both files with these summaries."""
+        """Replace the files with these summaries (the parts first: a row never names a part not yet
+        written, and a part whose fingerprint is not its row's is not read)."""
         write_lines(self.home / DETAILS, {i: (s.key, s.details_text) for i, s in summaries.items()})
-        write_lines(self.home / ROWS, {i: (s.key, s.row_text, s.facts_text) for i, s in summaries.items()})
+        write_lines(self.home / FACTS, {i: (s.key, s.facts_text) for i, s in summaries.items()})
+        write_lines(self.home / ROWS, {i: (s.key, s.row_text) for i, s in summaries.items()})

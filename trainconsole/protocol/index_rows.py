@@ -110,8 +110,10 @@ def search_result(path: Path) -> dict[str, Any]:
     return {metric: best.get(best_trial.best_of(best, mode, named) or ""), "trials": len(best)}
 
 
-def summarize(run: RunDir, status_of: StatusOf, found: run_files.RunFiles | None = None) -> Summary:
-    """A run's whole summary, derived from its files now (`found`: one look at them, if taken)."""
+def summarize(run: RunDir, status_of: StatusOf, found: run_files.RunFiles | None = None,
+              keeps: Callable[[dict[str, Any], str], bool] | None = None) -> Summary:
+    """A run's whole summary, derived from its files now (`found`: one look at them, if taken; `keeps`:
+    whether its row and fingerprint may be kept in the index, judged now: `Summary.keep`)."""
     # one look before reading: a change meanwhile leaves the summary stale, never wrong
     found = run_files.look(os.fspath(run.path)) if found is None else found
     if found is None:  # (no run.json: what `RunDir.read_info` reads of a run without one)
@@ -131,7 +133,8 @@ def summarize(run: RunDir, status_of: StatusOf, found: run_files.RunFiles | None
     more = {"ran_s": info.get("ran_s")}
     details = f'{{"best": {json.dumps(parts["best"])}, "config": {_flat_text(text)}}}'  # (json.dumps's)
     return Summary(run.id, found.key, json.dumps(ls_row), details,
-                   facts_text=json.dumps({**parts["facts"], **more}))
+                   facts_text=json.dumps({**parts["facts"], **more}),
+                   keep=None if keeps is None else keeps(ls_row, found.key))
 
 
 def log_parts(run: RunDir) -> dict[str, Any]:
