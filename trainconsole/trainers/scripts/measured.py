@@ -77,6 +77,7 @@ class Measured:
         self.channel = ProbeChannel(folder)
         self.figures = ProbeFigures(writer, epochs)
         self.ranks: dict[int, str | None] = {}
+        self.rank_errors: dict[int, str] = {}  # rank -> the exception that ended it (torchrun's ranks)
         self.steps: dict[int, int] = {}  # each process's last known step
         self.stamps: dict[str, deque[Stamp]] = {"o": deque(maxlen=4096), "e": deque(maxlen=4096)}
         self.main: int | None = None
@@ -153,6 +154,8 @@ class Measured:
     def _record(self, pid: int, record: dict[str, Any]) -> None:
         kind, step = record.get(R.KIND), int(record.get(R.AT) or 0)
         self.steps[pid] = max(self.steps.get(pid, 0), step)
+        if kind == R.EXIT and record.get(R.ERROR) and str(self.ranks.get(pid)).isdigit():
+            self.rank_errors[int(str(self.ranks[pid]))] = str(record[R.ERROR])
         if kind == R.HELLO:
             self.ranks[pid] = record.get(R.RANK)
         elif kind == R.LINE and record.get(R.STREAM) in self.stamps:

@@ -195,6 +195,8 @@ class ScriptRun:
             last = events.measured.figures.last if events.measured is not None else {}  # its last step's
             self.writer.emit("finished", exit_code=0, step=events.step, **best, **last, **cpu_seconds())
         else:
+            if events.measured is not None:  # an unprefixed rank's traceback: its exception, as it saw it
+                events.watch.rank_errors = events.measured.rank_errors
             cause = events.watch.cause or _exit_cause(code, events.last_error)
             measured = events.measured.figures.failure() if events.measured is not None else {}
             self.writer.emit("failed", cause=cause, hint=hint(cause), traceback=events.watch.traceback,

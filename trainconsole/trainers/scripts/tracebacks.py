@@ -3,7 +3,9 @@
 The cause is the exception line that ends the last traceback, skipping the wrappers torch's elastic agent
 raises around a failed rank (its own traceback comes after the rank's). Under torchrun the agent's "Root
 Cause" block names the rank that failed first, its exit code and the signal that killed it: the cause is
-then that rank's, with its own traceback's last line when it printed one (`[rank1]: ValueError: ...`).
+then that rank's, with its own traceback's last line when it printed one (`[rank1]: ValueError: ...`; torch
+prefixes a rank's traceback only once its process group is up), else the exception the probe saw end
+that rank (`rank_errors`).
 Everything is plain text (terminal escape codes out). Hints follow the built-in runs' (the one rule table,
 troubles/explain.py), in its wording for a script rather than a run's config.
 """
@@ -41,6 +43,7 @@ class TracebackWatch:
         self.in_traceback = False
         self.by_rank: dict[int, tuple[str, list[str]]] = {}  # each rank's last exception and traceback
         self.root: dict[str, str] | None = None  # the agent's root cause block, once it began
+        self.rank_errors: dict[int, str] = {}  # each rank's exception as its own process saw it (the probe)
 
     def feed(self, line: str) -> None:
         """Take one line (without its newline)."""
@@ -78,7 +81,7 @@ class TracebackWatch:
         rank = self._root_rank()
         if rank is None:
             return self.exception
-        exception = self.by_rank.get(rank, (None, []))[0]
+        exception = self.by_rank.get(rank, (None, []))[0] or self.rank_errors.get(rank)
         return _cut(f"rank {rank} {self._how()}" + (f": {exception}" if exception else ""))
 
     @property

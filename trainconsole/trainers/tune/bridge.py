@@ -136,6 +136,12 @@ def metrics(trial: Any, result: dict[str, Any]) -> dict[str, Any]:
 def mark_unfinished_stopped(events: EventWriter) -> None:
     """After a stop of the whole search: a `stopped` trial event for each trial still pending or running
     in the log (a resume continues them)."""
+    mark_unfinished(events, "stopped")
+
+
+def mark_unfinished(events: EventWriter, status: str, **extra: Any) -> None:
+    """A trial event with `status` (and `extra`: an error's cause and hint) for each trial still pending
+    or running in the log."""
     last: dict[str, Event] = {}
     for event in read_all(events.path):
         if event.get("type") == "trial" and event.get("trial_id"):
@@ -143,7 +149,7 @@ def mark_unfinished_stopped(events: EventWriter) -> None:
     for event in last.values():
         if event.get("status") in ("pending", "running", "paused"):
             fields = {k: v for k, v in event.items() if k not in ("v", "t", "run", "type")}
-            events.emit("trial", **{**fields, "status": "stopped"})
+            events.emit("trial", **{**fields, "status": status, **extra})
 
 
 def _seconds(value: Any) -> float | None:

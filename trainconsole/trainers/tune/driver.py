@@ -7,6 +7,7 @@ Ray's experiment state lives in `<run>/ray_results/search`, so `--resume` contin
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from trainconsole.protocol import Config, EventWriter, RunDir
 from trainconsole.protocol.tune_config import plain, short_names
 
 from ..slurm.ray_nodes import ENV_ADDRESS
-from . import bridge, pending, session, space, stopping
+from . import bridge, cluster_watch, pending, session, space, stopping
 from .trial import train_trial
 
 EXPERIMENT = "search"
@@ -34,6 +35,8 @@ def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -
     # loaded host outlasts; the next trial then failed to start). A local Ray's workers inherit it.
     os.environ.setdefault("TUNE_FUNCTION_THREAD_TIMEOUT_S", str(THREAD_WAIT_S))
     temp = session.start(run.path, tune_cfg, address)
+    ending = Ending(events)
+    watch = cluster_watch.ClusterWatch(address, ending.give_up).start() if address else None
     try:
         with run.lock():  # `ls` shows the search in the strategy column
             run.update_info(ray_temp_dir=str(temp) if temp else None, ray_address=address or "local",
@@ -51,9 +54,42 @@ def run_search(run: RunDir, config: Config, events: EventWriter, resume: bool) -
             temp = session.start(run.path, tune_cfg, address)
             events.emit("warning", code="search_restarted", message="the search goes on, on a fresh Ray")
             grid = build_tuner(run, config, True, events).fit()
+        if watch is not None and watch.cause:  # the cluster went away: Tune's loop was ended for it
+            return ending.cluster_gone(watch.cause)
         return report_end(grid, tune_cfg, events)
-    finally:
-        session.stop(temp)
+    except Exception:
+        if watch is not None and watch.cause:  # what Tune raised came of the gone cluster
+            return ending.cluster_gone(watch.cause)
+        raise
+    finally:  # (with its cluster gone, Ray's shutdown would wait for it: the watch ends the process)
+        if watch is None or not watch.cause:
+            session.stop(temp)
+            if watch is not None:
+                watch.close()
+
+
+class Ending:
+    """The search's end when its cluster went away, written once: by the driver once Tune's loop has
+    ended, or by the cluster watch when the driver is stuck in Ray (it then ends the process)."""
+
+    def __init__(self, events: EventWriter) -> None:
+        self.events, self.lock, self.said = events, threading.Lock(), False
+
+    def cluster_gone(self, cause: str) -> str:
+        """Its trials still pending or running are `error`, the search `failed`, in Ray's words."""
+        with self.lock:
+            if not self.said:
+                self.said = True
+                said = cluster_watch.fields(cause)
+                bridge.mark_unfinished(self.events, "error", **said)
+                self.events.emit("failed", **said)
+        return "failed"
+
+    def give_up(self, cause: str) -> None:
+        """The watch's last resort: say it, and end this process (its trials went with the cluster)."""
+        self.cluster_gone(cause)
+        self.events.close()
+        os._exit(1)  # the entry point's code for a failed run
 
 
 def build_tuner(run: RunDir, config: Config, resume: bool, events: EventWriter) -> tune.Tuner:

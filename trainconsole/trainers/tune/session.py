@@ -19,7 +19,7 @@ from typing import Any
 
 from ..slurm.ray_nodes import ENV_NODES
 from ..strategies import ray_cluster as cluster
-from . import stopping
+from . import cluster_watch, stopping
 
 #: The longest temp dir that keeps `session_…/sockets/plasma_store` under the AF_UNIX limit.
 MAX_TEMP_DIR = 107 - len("/session_2026-01-01_00-00-00_000000_4194304/sockets/plasma_store") - 1
@@ -63,6 +63,7 @@ def start(run_path: Path, tune_cfg: dict[str, Any], address: str) -> Path | None
     # the whole search (Tune's strict check would want the metric in its final, empty result).
     os.environ["TUNE_DISABLE_STRICT_METRIC_CHECKING"] = "1"
     if address:  # a cluster: the project goes to every node, and every node must reach the run directory
+        cluster_watch.ray_env()  # a gone cluster is said by the watch before Ray ends this process
         with contextlib.chdir(run_path):  # not the launch directory on the workers' sys.path (below)
             ray.init(address=address, log_to_driver=False, configure_logging=False,
                      runtime_env=cluster.runtime_env())

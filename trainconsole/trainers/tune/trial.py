@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,31 @@ from ..troubles.explain import explain, traceback_tail
 
 #: The metrics of each result that `trial` events carry (the driver adds best_val_acc).
 METRIC_KEYS = tuple(METRICS)
+#: How long a reused worker waits for the ended trial's thread before it gives up reusing (Ray then
+#: fails the next trial with "Trainable runner reuse requires reset_config() ... return True").
+RESET_WAIT_S = 600.0
+
+
+class TrialThread:
+    """The thread that runs this worker's trial (Ray's runner thread), kept by `train_trial`."""
+
+    current: threading.Thread | None = None
+
+
+class ReusedWorker:
+    """Mixed into the trainable Ray makes of `train_trial` (`wrap_function` reads `__mixins__`):
+    a reused worker resets for its next trial once the ended trial's thread has ended, however long that
+    takes on a loaded host (its `finally`: the scratch folder, gc, giving memory back), not within Ray's
+    `TUNE_FUNCTION_THREAD_TIMEOUT_S` (2 s unless the driver's environment says more; a cluster's workers
+    do not get the driver's environment), past which Ray lost the trial."""
+
+    def reset_config(self, new_config: dict[str, Any]) -> bool:
+        done = super().reset_config(new_config)  # type: ignore[misc]  # ends the thread, waits Ray's while
+        thread = TrialThread.current
+        if done or thread is None:
+            return bool(done)
+        thread.join(RESET_WAIT_S)
+        return bool(super().reset_config(new_config))  # type: ignore[misc]  # the thread has ended: reset
 
 
 class TrialFailed(Exception):
@@ -111,6 +137,7 @@ class TrialReport:
 def train_trial(sampled: dict[str, Any], tune_config: dict[str, Any], run_path: str) -> None:
     """Ray's trainable: train `tune_config`'s run config with the sampled values in place."""
     config, failure = None, None
+    TrialThread.current = threading.current_thread()
     trial_id = tune.get_context().get_trial_id()
     files = TrialFiles(scratch_dir(run_path, trial_id))
     try:
@@ -127,6 +154,9 @@ def train_trial(sampled: dict[str, Any], tune_config: dict[str, Any], run_path: 
             memory_cap.give_back()
     if failure is not None:  # raised outside `except`: no chained exception that might not unpickle
         raise failure
+
+
+train_trial.__mixins__ = (ReusedWorker,)  # type: ignore[attr-defined]
 
 
 def scratch_dir(run_path: str, trial_id: str) -> Path:
