@@ -5,6 +5,10 @@ to the moment the console has written the first frame that includes it to its te
 is its process's user+system time over the measured window (all threads: tailer, UI, device sampler).
 
     .venv/bin/python benchmarks/console_live.py --runs 20 --rate 500 --seconds 20
+
+With `--base TREE` (a checkout of the code to compare with, e.g. `git worktree add /tmp/base HEAD~3`),
+TREE's console and this tree's take turns, `--rounds` times each, under the same writer; each run's
+figures and each side's medians are printed, with the ratio of this tree's p99 lag to TREE's.
 """
 
 from __future__ import annotations
@@ -95,26 +99,53 @@ def console(result: Path, frame_s: float | None, poll_s: float | None) -> None:
     result.write_text(json.dumps(lags))
 
 
-def measure(args: argparse.Namespace) -> dict[str, object]:
-    """Start the writer and the console, let them run, and report lag percentiles and console CPU."""
-    parts, go, cpu, out_rate = run_live(args)
+def measure(args: argparse.Namespace, tree: Path | None = None) -> dict[str, object]:
+    """Start the writer and the console (of `tree`, else this checkout), let them run, and report lag
+    percentiles and console CPU."""
+    parts, go, cpu, out_rate = run_live(args, tree)
     return report(args, parts, go + args.warmup, cpu, out_rate)
 
 
-def run_live(args: argparse.Namespace) -> tuple[list[list[float]], float, float, float]:
-    """The writer and the instrumented console, for `args.seconds`: each event's lag and its parts, when
-    the writer was told to go, the console's CPU (share of a core) and its output (bytes/s) past the
-    warm-up."""
+#: What `--base` compares, per side: the median over its runs of each.
+COMPARED = ("lag_p50_ms", "lag_p99_ms", "lag_max_ms", "steady_lag_p99_ms", "p99_read_ms", "p99_frame_wait_ms",
+            "p99_frame_ms", "console_cpu_pct_of_core")
+
+
+def compare(args: argparse.Namespace) -> dict[str, object]:
+    """`--base`: the base tree's console and this one's in turn, `args.rounds` times each; both sides'
+    medians and the ratios of this tree's to the base's."""
+    runs: dict[str, list[dict[str, object]]] = {"base": [], "new": []}
+    for _ in range(args.rounds):
+        for side, tree in (("base", args.base), ("new", None)):
+            runs[side].append(measure(args, tree))
+            print(json.dumps({"side": side, **{k: runs[side][-1][k] for k in COMPARED}}), file=sys.stderr)
+    medians = {side: {k: statistics.median(float(r[k]) for r in rs) for k in COMPARED}  # type: ignore[arg-type]
+               for side, rs in runs.items()}
+    return {"benchmark": "console live load, base vs this tree", "base_tree": str(args.base),
+            "runs": args.runs,
+            "events_per_s_per_run": args.rate, "rounds": args.rounds, **medians,
+            "p99_ratio": round(medians["new"]["lag_p99_ms"] / medians["base"]["lag_p99_ms"], 2),
+            "cpu_ratio": round(medians["new"]["console_cpu_pct_of_core"]
+                               / medians["base"]["console_cpu_pct_of_core"], 2),
+            "machine": machine()}
+
+
+def run_live(args: argparse.Namespace,
+             tree: Path | None = None) -> tuple[list[list[float]], float, float, float]:
+    """The writer and the instrumented console (`tree`'s own copy of this driver, else this one), for
+    `args.seconds`: each event's lag and its parts, when the writer was told to go, the console's CPU
+    (share of a core) and its output (bytes/s) past the warm-up."""
     with tempfile.TemporaryDirectory() as tmp:
         home, result = Path(tmp) / "home", Path(tmp) / "lags.json"
         me = [sys.executable, __file__]
+        console_me = [sys.executable, str(tree / "benchmarks" / Path(__file__).name)] if tree else me
         feed = subprocess.Popen(
             [*me, "--writer", str(home), "--runs", str(args.runs), "--rate", str(args.rate), "--seconds",
              str(args.seconds)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert feed.stdout is not None and feed.stdout.readline().strip() == "ready"
         paces = [f"--{name}={value}" for name, value in (("frame-s", args.frame_s), ("poll-s", args.poll_s))
                  if value is not None]
-        term = Console(home, cmd=[*me, "--console", str(result), *paces])
+        term = Console(home, cmd=[*console_me, "--console", str(result), *paces])
         term.wait_first_frame()
         time.sleep(2.0)  # read the (empty) histories
         assert feed.stdin is not None
@@ -177,6 +208,8 @@ def main() -> None:
                         "trainconsole/console/screens/frames.py FRAME_S)")
     parser.add_argument("--poll-s", type=float, help="how often the console reads live logs (its own: "
                         "trainconsole/console/services/tailer.py POLL_S)")
+    parser.add_argument("--base", type=Path, help="a checkout to compare with, run in turn with this one")
+    parser.add_argument("--rounds", type=int, default=3, help="with --base: runs of each side")
     parser.add_argument("--writer", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--console", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -184,6 +217,8 @@ def main() -> None:
         writer(args.writer, args.runs, args.rate, args.seconds)
     elif args.console:
         console(args.console, args.frame_s, args.poll_s)
+    elif args.base:
+        print(json.dumps(compare(args)))
     else:
         print(json.dumps(measure(args)))
 

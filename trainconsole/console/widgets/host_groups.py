@@ -36,8 +36,9 @@ class HostGroups(Widget, can_focus=True):
         state = ((here, devices), others, labels, round(now))
         if state != (self.here, self.others, self.labels, round(self.now)):
             self.here, self.others, self.labels, self.now = (here, devices), others, labels, now
-            self.display = bool(others)
-            self.refresh(layout=True)
+            if others or self.display:  # (hidden and staying so: no layout of the screen, ~10 ms each)
+                self.display = bool(others)
+                self.refresh(layout=True)
 
     @property
     def compact(self) -> bool:
