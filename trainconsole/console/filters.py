@@ -17,6 +17,8 @@ and
 
 from __future__ import annotations
 
+import functools
+import json
 import operator
 import re
 import shlex
@@ -134,16 +136,33 @@ def values_of(summary: Summary, key: str) -> list[float | str]:
     `best.X` / `last.X`, else the latest result; numbers as floats, the rest as lower-case text."""
     row = summary.row
     section, _, name = key.partition(".")
+    config = summary.config if key not in ROW_KEYS and _may_name(summary.details_text, key) else {}
     if key in ROW_KEYS:
         found = [row.get(key)]
-    elif key in summary.config:
-        found = [summary.config[key]]
+    elif key in config:
+        found = [config[key]]
     elif name and section in ("best", "last"):
         found = [(summary.best if section == "best" else row.get("last") or {}).get(name)]
     else:
-        found = [v for k, v in summary.config.items() if k.rpartition(".")[2] == key]
+        found = [v for k, v in config.items() if k.rpartition(".")[2] == key]
         found = found or [(row.get("last") or {}).get(key)]
     return [_comparable(v) for v in found if v is not None and not isinstance(v, (list, dict))]
+
+
+def _may_name(details: str, key: str) -> bool:
+    """Whether a run's config may hold `key` (a dotted key, or one whose last part it is), seen in its
+    details' JSON text without decoding it: a config key is written `"train.lr": ` there, after the best
+    metrics. False only where no config key can be `key` (a filter reads a config only where it may)."""
+    exact, last = _needles(key)
+    config = details[max(0, details.find('"config": ')):]
+    return exact in config or last in config
+
+
+@functools.lru_cache(maxsize=256)
+def _needles(key: str) -> tuple[str, str]:
+    """How a config key `key`, and one ending in `.key`, begin and end in JSON text (`json.dumps`')."""
+    text = json.dumps(key)[1:-1]
+    return f'"{text}": ', f'.{text}": '
 
 
 def _comparable(value: Any) -> float | str:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from .index_file import Summary
-from .run_files import fingerprint
+from .run_files import fingerprint, fingerprint_at
 
 #: Entries a listing judges in one process before it shares the check with a second (~0.1 s of work).
 SHARE_FROM = 10_000
@@ -57,12 +57,34 @@ def judge(paths: Sequence[str], entries: Sequence[Summary | None],
           wanted: Callable[[Summary], bool] | None = None) -> list[int]:
     """`verdicts`, in this process."""
     out = []
-    for path, entry in zip(paths, entries, strict=True):
-        if entry is None or entry.key != fingerprint(path) or not entry.key:
-            out.append(STALE)
-        else:
-            out.append(WANTED if wanted is None or wanted(entry) else HOLDS)
+    folder, fd = "", -1
+    try:
+        for path, entry in zip(paths, entries, strict=True):
+            if entry is None or not entry.key:
+                out.append(STALE)
+                continue
+            parent, _, name = path.rpartition("/")
+            if parent != folder:  # (a listing's runs share one folder: each is stat-ed from it)
+                fd = _reopen(fd, parent)
+                folder = parent
+            key = fingerprint_at(fd, name) if fd >= 0 else fingerprint(path)
+            if entry.key != key:
+                out.append(STALE)
+            else:
+                out.append(WANTED if wanted is None or wanted(entry) else HOLDS)
+    finally:
+        if fd >= 0:
+            os.close(fd)
     return out
+
+
+def _reopen(fd: int, folder: str) -> int:
+    if fd >= 0:
+        os.close(fd)
+    try:
+        return os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return -1
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -51,6 +51,19 @@ def fingerprint(path: str) -> str:
     return f"{events.st_size},{events.st_mtime_ns},{folder.st_mtime_ns},{checkpoints}"
 
 
+def fingerprint_at(folder: int, name: str) -> str:
+    """`fingerprint` of the run `name` in the directory open as `folder` (each path walked from there)."""
+    try:
+        events, run = os.stat(name + "/events.jsonl", dir_fd=folder), os.stat(name, dir_fd=folder)
+    except OSError:
+        return ""
+    try:
+        checkpoints = os.stat(name + "/checkpoints", dir_fd=folder).st_mtime_ns
+    except OSError:
+        checkpoints = 0
+    return f"{events.st_size},{events.st_mtime_ns},{run.st_mtime_ns},{checkpoints}"
+
+
 def look(path: str) -> RunFiles | None:
     """The run directory at `path` looked at once (None: not a run, or not yet: no run.json)."""
     try:
