@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -55,15 +56,36 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
     watchdog = Watchdog.start(run)  # the heartbeat and the requests of other hosts, beside the body
     events = EventWriter(run.events, run.read_info().get("id") or run.id, reserve_bytes=reserve_bytes)
     events.on_emit = notify.Troubles(run)  # a trouble met on the way goes to the notify command too
+    once = threading.Lock()
+
+    def end(code: int) -> None:
+        """What follows the body, once: by main, or by `end_now` from a thread while the body is stuck."""
+        if not once.acquire(blocking=False):
+            return
+        events.close()
+        try:
+            with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
+                run.update_info(ended_at=time.time(), exit_code=code)
+        except OSError as exc:  # a full disk: the final event says how it ended
+            to_stderr(f"cannot record ended_at in run.json: {exc}\n")
+        watchdog.close()
+        notify.after_run(run)  # after the end is recorded: a notice cannot change the run's status or timing
+        with contextlib.suppress(OSError, ValueError, TypeError):  # (the run has ended as it says, whatever)
+            index.keep_log_summary(run)  # what its log gives its row, so a listing need not read the log
+
+    _ENDS[:] = [end]
     code = body(run, events, args.resume)
-    events.close()
-    try:
-        with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
-            run.update_info(ended_at=time.time(), exit_code=code)
-    except OSError as exc:  # a full disk: the final event says how it ended
-        to_stderr(f"cannot record ended_at in run.json: {exc}\n")
-    watchdog.close()
-    notify.after_run(run)  # after the end is recorded: a notice cannot change the run's status or timing
-    with contextlib.suppress(OSError, ValueError, TypeError):  # (the run has ended as it says, whatever)
-        index.keep_log_summary(run)  # what its log gives its row, so a listing need not read the log
+    end(code)
     return code
+
+
+_ENDS: list[Callable[[int], None]] = []  # the running entry point's `end`
+
+
+def end_now(code: int) -> None:
+    """From any thread, after the body wrote its final event but cannot return (stuck in a library's
+    native code, e.g. Ray waiting for a cluster that is gone): record the end as `main` does, and end the
+    process with `code`."""
+    for end in _ENDS:
+        end(code)
+    os._exit(code)

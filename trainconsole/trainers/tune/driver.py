@@ -17,6 +17,7 @@ from ray import tune
 from trainconsole.protocol import Config, EventWriter, RunDir
 from trainconsole.protocol.tune_config import plain, short_names
 
+from .. import entry
 from ..slurm.ray_nodes import ENV_ADDRESS
 from . import bridge, cluster_watch, pending, session, space, stopping
 from .trial import train_trial
@@ -86,10 +87,10 @@ class Ending:
         return "failed"
 
     def give_up(self, cause: str) -> None:
-        """The watch's last resort: say it, and end this process (its trials went with the cluster)."""
+        """The watch's last resort, Tune's loop stuck in Ray: say it, record the end as the entry point
+        does, and end this process (its trials went with the cluster)."""
         self.cluster_gone(cause)
-        self.events.close()
-        os._exit(1)  # the entry point's code for a failed run
+        entry.end_now(entry.EXIT_FAILED)
 
 
 def build_tuner(run: RunDir, config: Config, resume: bool, events: EventWriter) -> tune.Tuner:
