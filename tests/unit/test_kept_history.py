@@ -270,3 +270,37 @@ def test_an_eval_placed_among_the_points_left_out_has_the_log_replayed(tmp_path:
         f.write(json.dumps({"v": 1, "t": T0 + 3000, "run": "r", "type": "eval", **at, "val_acc": 0.7}) + "\n")
     t, state = read(run)
     assert shows(state) == shows(replayed(run.id, read_all(run.events)))
+
+
+def test_a_history_kept_from_a_history_shows_the_same(tmp_path: Path, small: None) -> None:
+    """The log grew by more than a history's worth: the reader keeps a new one from the state it took
+    (with its points left out), and the next reader shows what the replay shows."""
+    run = write_log(tmp_path / "r", 2000)
+    read(run)
+    before = Path(run_history.path(run)).read_bytes()
+    write_log(tmp_path / "r", 600, start=2001, mode="a")
+    read(run)
+    assert Path(run_history.path(run)).read_bytes() != before  # kept again, at the new end
+    t, state = read(run)
+    assert t.cut > 0 and shows(state) == shows(replayed(run.id, read_all(run.events)))
+
+
+@pytest.mark.parametrize("back", [False, True])
+def test_a_history_far_behind_its_log_is_read_on_from_its_offset(tmp_path: Path, small: None,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                back: bool) -> None:
+    """More than TAIL_MAX since the history: the row from the log's tail first, then the history and the
+    log from its offset on in the background (or, should that go back before what it kept whole, the
+    whole log)."""
+    from trainconsole.console.services import tracked_run
+
+    monkeypatch.setattr(tracked_run, "TAIL", 1 << 10)
+    monkeypatch.setattr(tracked_run, "TAIL_MAX", 8 << 10)
+    run = write_log(tmp_path / "r", 2000)
+    read(run)
+    write_log(tmp_path / "r", 600, start=1500 if back else 2001, mode="a")
+    t = TrackedRun(run)
+    update, _ = t.first_read()
+    assert t.backfill is not None and (t.backfill.offset > 0) and len(update.state.train_loss) < 600
+    t, state = read(run)
+    assert shows(state) == shows(replayed(run.id, read_all(run.events)))
