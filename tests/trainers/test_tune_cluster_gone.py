@@ -86,3 +86,33 @@ def test_a_search_whose_cluster_goes_away_fails_in_rays_words_within_the_bound(h
     info = json.loads((run / "run.json").read_text())
     assert info["exit_code"] == 1 and info["ended_at"], info  # the end recorded as for any run
     wait_for(lambda: not any(alive(pid) for pid in family), timeout=10, what="no process of the run left")
+
+
+class RpcError(Exception):
+    """Stands for Ray's RpcError: an exception of Ray's own module."""
+
+
+RpcError.__module__ = "ray.exceptions"
+
+
+def test_the_watch_says_a_gcs_that_stops_answering_and_never_an_error_that_is_not_rays() -> None:
+    def silent() -> None:
+        raise RpcError("Timed out while waiting for GCS to become available.")
+
+    given_up: list[str] = []
+    watch = cluster_watch.ClusterWatch("10.0.0.1:6379", given_up.append, ask=silent, gone_s=0.2, every_s=0.02,
+                                       force_s=0.2).start()
+    wait_for(lambda: given_up, timeout=10, what="the watch to give up")
+    assert watch.cause == given_up[0] and cluster_watch.gone()
+    assert given_up[0].startswith("the Ray cluster at 10.0.0.1:6379 went away (no answer for ")
+    assert given_up[0].endswith("Ray said: RpcError: Timed out while waiting for GCS to become available.")
+    cluster_watch.GONE.clear()
+
+    def changed() -> None:  # not an answer from the cluster (an API that moved): no false alarm
+        raise AttributeError("'Worker' object has no attribute 'gcs_client'")
+
+    quiet: list[str] = []
+    watch = cluster_watch.ClusterWatch("10.0.0.1:6379", quiet.append, ask=changed, gone_s=0.1, every_s=0.02,
+                                       force_s=0.1).start()
+    watch.thread.join(timeout=5)
+    assert not watch.thread.is_alive() and not quiet and not watch.cause and not cluster_watch.gone()

@@ -78,6 +78,8 @@ class ClusterWatch:
                 since = None
                 continue
             except Exception as exc:  # noqa: BLE001 - Ray's error is the cluster's last word
+                if not from_ray(exc):  # not an answer from Ray (its API changed?): watch no more
+                    return
                 said = words(exc)
             now = time.monotonic()
             since = now if since is None else since
@@ -95,6 +97,11 @@ def interrupt_tune() -> None:
     """Ask Tune to end its loop (its SIGUSR1 handler, run by the main thread), if it is running."""
     if callable(signal.getsignal(signal.SIGUSR1)):
         os.kill(os.getpid(), signal.SIGUSR1)
+
+
+def from_ray(exc: BaseException) -> bool:
+    """Is this Ray's word on the GCS (its RpcError, a timeout, a lost connection)?"""
+    return type(exc).__module__.startswith("ray") or isinstance(exc, (TimeoutError, ConnectionError))
 
 
 def words(exc: BaseException) -> str:
