@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 #: The Debian packages the cluster needs (`make test` installs them when missing).
 PACKAGES = ("slurm-wlm", "munge")
 #: What accounting needs (without them the cluster runs with none, as before).
@@ -89,6 +91,32 @@ class Cluster:
             _end(proc)
         shutil.rmtree(self.root / "db", ignore_errors=True)  # the database (its logs stay for a failure)
 
+    def slurmd(self, node: str) -> subprocess.Popen[bytes]:
+        """The running slurmd of `node`."""
+        return next(p for p in reversed(self.procs) if Path(str(p.args[0])).name == "slurmd"
+                    and list(p.args)[-2:] == ["-N", node])  # type: ignore[arg-type]
+
+    def kill_slurmd(self, node: str) -> None:
+        """SIGKILL `node`'s slurmd (its job steps' slurmstepd live on, as on a node whose daemon died)."""
+        proc = self.slurmd(node)
+        proc.kill()
+        proc.wait(10)
+
+    def start_slurmd(self, node: str) -> None:
+        """Start `node`'s slurmd again (as an admin does); wait until both nodes are idle again."""
+        _daemon(self, list(self.slurmd(node).args))  # type: ignore[arg-type]
+        _wait_for(lambda: _idle(self), 90, "both nodes idle again")
+
+    def node_state(self, node: str) -> str:
+        """The node's state as sinfo gives it (`idle`, `alloc`, `down*`...)."""
+        return self.run("sinfo", "-h", "-N", "-n", node, "-o", "%t").stdout.strip()
+
+    def left(self) -> list[str]:
+        """What of the cluster still runs: its daemons, and any process naming its directory."""
+        alive = [" ".join(map(str, p.args)) for p in self.procs if p.poll() is None]
+        return alive + [" ".join(p.info["cmdline"] or []) for p in psutil.process_iter(["cmdline"])
+                        if str(self.root) in " ".join(p.info["cmdline"] or [])]
+
     def controller(self) -> subprocess.Popen[bytes]:
         """The running slurmctld."""
         return next(p for p in reversed(self.procs) if Path(str(p.args[0])).name == "slurmctld")
@@ -140,7 +168,9 @@ def write_conf(root: Path, dbd_port: int | None) -> Path:
         "SelectTypeParameters=CR_CPU", "ReturnToService=2", "MpiDefault=none", "SwitchType=switch/none",
         *accounting,
         # a cancelled job's processes get TERM, then KILL this many seconds later (default 30)
-        "KillWait=5", "InactiveLimit=0", "SlurmdTimeout=30",
+        "KillWait=5", "InactiveLimit=0",
+        # a node whose slurmd does not answer is DOWN (its jobs NODE_FAIL) this soon (default 300 s)
+        "SlurmdTimeout=20",
         # with accounting, squeue forgets an ended job soon (sacct then says how it ended)
         f"MinJobAge={300 if dbd_port is None else 30}",
         f"NodeName=n1 NodeAddr=127.0.0.1 Port={n1} CPUs=1 State=UNKNOWN",

@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,3 +58,39 @@ def fill_nodes(cluster: Cluster) -> list[str]:
 def in_squeue(cluster: Cluster, job_id: str) -> bool:
     """Whether squeue shows the job pending or running."""
     return job_id in cluster.jobs()
+
+
+def watch(home: Path, run_id: str, done: Callable[[str], bool], timeout: float,
+          what: str = "the run's status") -> list[str]:
+    """The run's status as `ls` derives it (`run_status`, here in the test's process, with Slurm asked at
+    most every 0.3 s), polled every 0.1 s until `done(status)`; every status seen, in order (repeats
+    folded). An AssertionError naming `what` and the statuses seen if it never comes."""
+    from trainconsole.protocol import RunDir, run_status
+
+    old = os.environ.get("TRAINCONSOLE_SLURM_POLL_S")
+    os.environ["TRAINCONSOLE_SLURM_POLL_S"] = "0.3"
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = run_status(RunDir(home / "runs" / run_id))
+            if not seen or seen[-1] != status:
+                seen.append(status)
+            if done(status):
+                return seen
+            time.sleep(0.1)
+    finally:
+        if old is None:
+            os.environ.pop("TRAINCONSOLE_SLURM_POLL_S", None)
+        else:
+            os.environ["TRAINCONSOLE_SLURM_POLL_S"] = old
+    raise AssertionError(f"timed out waiting for {what}; seen {seen}")
+
+
+def start_now(cluster: Cluster, job_id: str, *more: str) -> bool:
+    """Start a requeued job now, not after Slurm's two minutes of BeginTime (the tests' only shortcut; a
+    job still ending its last run gets its BeginTime only once it has, so this is asked again and again);
+    `more`: other `scontrol update` fields. False, so that it can stand in a polled condition."""
+    if cluster.run("squeue", "-h", "-j", job_id, "-o", "%r").stdout.strip() == "BeginTime":
+        cluster.run("scontrol", "update", f"JobId={job_id}", "StartTime=now", *more)
+    return False

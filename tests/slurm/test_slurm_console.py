@@ -12,13 +12,14 @@ from textual.widgets.data_table import CellDoesNotExist
 
 from trainconsole.console.app import TrainConsole
 from trainconsole.console.services.gpu import SimulatedGpus
+from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 
 pytestmark = pytest.mark.slow
 
 
 async def test_the_console_follows_a_slurm_run_to_its_end(cluster: Cluster, home: Path) -> None:
-    run_id = launch(DIGITS, "--slurm", "--set", "train.epochs=3")
+    run_id = launch(DIGITS, "--slurm", "--time", "10", "--set", "train.epochs=3")
     app = TrainConsole(home=home, sampler=SimulatedGpus(0), config_path=Path(DIGITS))
     async with app.run_test(size=(120, 40)) as pilot:
         seen: set[str] = set()
@@ -40,6 +41,10 @@ async def test_the_console_follows_a_slurm_run_to_its_end(cluster: Cluster, home
         notes = [note.text for note in app.board.runs[run_id].notes]
         assert any(text.startswith("queued: Slurm job ") for text in notes), notes
         assert app.board.runs[run_id].best_val_acc == pytest.approx(row(run_id)["last"]["best_val_acc"])
+        await pilot.pause(0.5)
+        job = row(run_id)["slurm"]  # its job in the log pane, as `ls` gives it
+        title = str(app.main.query_one(RunLog).border_title)
+        assert title.endswith(f" · Slurm job {job['job_id']}, debug, {job['nodes']}, limit 10:00"), title
 
 
 async def test_a_waiting_job_shows_slurms_reason_in_its_status_cell(cluster: Cluster, home: Path) -> None:

@@ -1,6 +1,7 @@
 """Slurm's faults, provoked for real on the two-node test cluster, told as Slurm tells them: a time limit,
 a trainer SIGKILLed (as the kernel's OOM killer does) and settled from `sacct` after squeue forgot its
-job, a controller that does not answer (never `lost`, no false `killed`)."""
+job, a controller that does not answer (never `lost`, no false `killed`), a node set down, a slurmd
+killed (its node failed by Slurm's own timeout), an outside requeue."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from processes import gone, wait_for
 from slurm_cluster import Cluster
-from slurm_helpers import DIGITS, cli, events, fill_nodes, in_squeue, launch, row
+from slurm_helpers import DIGITS, cli, events, fill_nodes, in_squeue, launch, row, start_now, watch
 
 from trainconsole.protocol import load
 
@@ -109,8 +110,8 @@ def test_an_outside_requeue_waits_queued_then_goes_on(cluster: Cluster, home: Pa
     # then, as soon as the job waits again, `queued` (it was `stopped` for all of BeginTime's two minutes)
     found = wait_for(lambda: (r := row(run_id))["status"] == "queued" and r, 120, "queued again")
     assert found["slurm"]["reason"] == "requeued (BeginTime)"
-    cluster.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")  # not after Slurm's 2 minutes
-    wait_for(lambda: row(run_id)["status"] not in ("running", "queued"), 300, "the run to end")
+    wait_for(lambda: start_now(cluster, job_id) or row(run_id)["status"] not in ("running", "queued"), 300,
+             "the run to end")
     assert row(run_id)["status"] == "finished", cli("logs", run_id).stdout[-3000:]
     kinds = [e["type"] for e in events(home, run_id)]
     assert kinds.count("started") == 2 and kinds[-1] == "finished"
@@ -132,3 +133,26 @@ def test_a_node_set_down_under_a_two_node_run_fails_it_naming_the_node(cluster: 
     end = events(home, run_id)[-1]
     assert end["slurm_state"] == "NODE_FAIL" and end["cause"] == "node n2 failed"
     assert gone([pid])
+
+
+def test_a_slurmd_killed_fails_the_run_by_slurms_own_timeout_naming_the_node(cluster: Cluster,
+                                                                              home: Path) -> None:
+    run_id = launch(DIGITS, "--slurm", "--set", "train.epochs=500")
+    found = wait_for(lambda: (r := row(run_id))["status"] == "running" and r["slurm"]["nodes"] and r, 120,
+                     "running on a node")
+    pid, node = found["pid"], found["slurm"]["nodes"]
+    cluster.kill_slurmd(node)  # SIGKILL: its slurmstepd and the run live on, the controller hears nothing
+    try:
+        # Slurm's own word, after its SlurmdTimeout (20 s here): the node DOWN, the job NODE_FAIL
+        seen = watch(home, run_id, lambda status: cluster.node_state(node).startswith("down"), 120,
+                     f"Slurm to set {node} down")
+    finally:
+        cluster.start_slurmd(node)  # as an admin does: Slurm then ends the failed job's processes there
+    seen += watch(home, run_id, lambda status: status not in ("running", "queued"), 60, "the run to end")
+    assert seen[-1] == "failed" and "lost" not in seen and "stopped" not in seen, seen
+    # Slurm's word, written by the first reader that finds the run's process gone (`ls` here)
+    found = wait_for(lambda: (r := row(run_id))["slurm"]["reason"] and r, 30, "Slurm's word")
+    assert found["status"] == "failed" and found["slurm"]["reason"] == f"NODE_FAIL: node {node} failed"
+    end = events(home, run_id)[-1]
+    assert end["slurm_state"] == "NODE_FAIL" and end["cause"] == f"node {node} failed", end
+    wait_for(lambda: gone([pid]), 30, "the run's process to end")

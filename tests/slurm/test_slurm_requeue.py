@@ -1,5 +1,6 @@
-"""A run with a time limit shorter than its training, and `slurm.requeue`: signalled before the limit, it
-checkpoints, its job is requeued, and it comes back as the same run from last.pt, with one history."""
+"""A run with a time limit shorter than its training, and `slurm.requeue`: Slurm's own time-limit signal
+(`--signal=B:USR1@N`) makes it checkpoint, its job is requeued, it waits `queued: requeued (BeginTime)`
+(never `stopped`), and it comes back as the same run from last.pt, with one history."""
 
 from __future__ import annotations
 
@@ -7,41 +8,41 @@ import json
 from pathlib import Path
 
 import pytest
-from processes import wait_for
 from slurm_cluster import Cluster
-from slurm_helpers import DIGITS, cli, events, launch, row
+from slurm_helpers import DIGITS, cli, events, launch, row, start_now, watch
 
 pytestmark = pytest.mark.slow
 
 
-def test_a_run_past_its_time_limit_comes_back_as_the_same_run(cluster: Cluster, home: Path) -> None:
-    run_id = launch(DIGITS, "--time", "10", "--set", "slurm.requeue=true", "--set", "slurm.signal_s=50",
-                    "--set", "train.epochs=8")
+def test_a_run_past_its_time_limit_waits_requeued_and_comes_back_as_the_same_run(cluster: Cluster,
+                                                                                  home: Path) -> None:
+    run_id = launch(DIGITS, "--time", "1", "--set", "slurm.requeue=true", "--set", "slurm.signal_s=30",
+                    "--set", "train.epochs=500")
     script = (home / "runs" / run_id / "slurm.sh").read_text()
-    assert "#SBATCH --signal=B:USR1@50" in script and "#SBATCH --requeue" in script
-    last = home / "runs" / run_id / "checkpoints" / "last.pt"
-    wait_for(lambda: last.exists(), 180, "a first checkpoint")
-    job_id = row(run_id)["slurm"]["job_id"]
-    # what Slurm sends 50 s before the time limit (--signal=B:USR1@50), sent now rather than in 9 minutes
-    assert cluster.run("scancel", "--signal=USR1", "--batch", job_id).returncode == 0
-    wait_for(lambda: _requeued_at_once(cluster) or row(run_id)["status"] in ("finished", "failed", "killed"),
-             400, "the run to end")
-    found = row(run_id)
-    assert found["status"] == "finished", cli("logs", run_id).stdout[-3000:]
+    assert "#SBATCH --signal=B:USR1@30" in script and "#SBATCH --requeue" in script
+    # Slurm signals the batch step 30 s before its one-minute limit (when it next checks the limits)
+    seen = watch(home, run_id, lambda status: status == "queued" and started(home, run_id) == 1, 180,
+                 "the run requeued by its time limit")
+    waiting = row(run_id)
+    assert waiting["status"] == "queued" and waiting["slurm"]["reason"] == "requeued (BeginTime)", waiting
+    job_id = waiting["slurm"]["job_id"]
+    stopped_at = max((e["epoch"] for e in events(home, run_id) if e["type"] == "eval"), default=0)
+    # (and a longer limit, so that its second run is not requeued in turn before the test has seen it)
+    seen += watch(home, run_id, lambda status: start_now(cluster, job_id, "TimeLimit=5") or (
+        started(home, run_id) == 2 and any(e["type"] == "eval" and e["epoch"] > stopped_at + 1
+                                           for e in events(home, run_id))), 180,
+        "an epoch after the checkpoint's, in the job's second run")
+    assert "stopped" not in seen and "lost" not in seen and seen[-1] == "running", seen
     log = events(home, run_id)
-    kinds = [e["type"] for e in log]
-    assert kinds.count("stopped") == 1 and kinds.count("started") == 2 and kinds.count("finished") == 1
+    again = [e for e in log if e["type"] == "started"][-1]
+    assert again["resumed_from_step"] > 0, cli("logs", run_id).stdout[-3000:]  # from last.pt
     evals = [e["epoch"] for e in log if e["type"] == "eval"]
-    assert evals[-1] == 8 and evals == sorted(evals)  # one history: it went on, never started over
-    assert evals.count(1) == 1
-    assert found["slurm"]["job_id"] == job_id and json.loads(
-        (home / "runs" / run_id / "run.json").read_text())["slurm"]["restarts"] == 1
+    assert evals == sorted(evals) and evals.count(1) == 1  # one history: it went on, never started over
+    assert row(run_id)["slurm"]["job_id"] == job_id
+    assert json.loads((home / "runs" / run_id / "run.json").read_text())["slurm"]["restarts"] == 1
+    assert cli("kill", run_id).returncode == 0
 
 
-def _requeued_at_once(cluster: Cluster) -> bool:
-    """Start a requeued job now, not after Slurm's two minutes of BeginTime (the test's only shortcut)."""
-    for line in cluster.run("squeue", "-h", "-o", "%i %r").stdout.splitlines():
-        job_id, reason = line.split(maxsplit=1)
-        if reason == "BeginTime":
-            cluster.run("scontrol", "update", f"JobId={job_id}", "StartTime=now")
-    return False
+def started(home: Path, run_id: str) -> int:
+    """How many times the run's process has started (its `started` events)."""
+    return sum(e["type"] == "started" for e in events(home, run_id))

@@ -9,7 +9,7 @@ import pytest
 import torch
 from processes import gone, wait_for
 from slurm_cluster import Cluster
-from slurm_helpers import DIGITS, cli, events, fill_nodes, in_squeue, launch, row
+from slurm_helpers import DIGITS, cli, events, fill_nodes, in_squeue, launch, row, watch
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +121,9 @@ def test_an_outside_scancel_shows_killed_in_slurms_words(cluster: Cluster, home:
     pid, job_id = row(run_id)["pid"], row(run_id)["slurm"]["job_id"]
     cluster.run("scancel", job_id)
     cancelled = time.monotonic()
-    wait_for(lambda: row(run_id)["status"] == "killed", 10, "killed within 10 s")
-    assert time.monotonic() - cancelled <= 10
+    # the run takes Slurm's TERM for a stop and writes `stopped`: never shown, Slurm's word comes instead
+    seen = watch(home, run_id, lambda status: status not in ("running", "queued"), 10, "killed within 10 s")
+    assert seen == ["running", "killed"] and time.monotonic() - cancelled <= 10
+    assert [e["type"] for e in events(home, run_id)][-2:] == ["stopped", "killed"]
     assert "CANCELLED" in row(run_id)["slurm"]["reason"]
     assert gone([pid])

@@ -81,6 +81,21 @@ def time_limit_s(value: str) -> int | None:
     return sum(p * w for p, w in zip(parts, weights, strict=True))
 
 
+def as_squeue(value: str) -> str:
+    """A time limit as squeue writes it (`10` -> `10:00`, `90` -> `1:30:00`, `2-12` -> `2-12:00:00`);
+    as given where it is none (`UNLIMITED`) or not Slurm's."""
+    try:
+        total = time_limit_s(value)
+    except ValueError:
+        return value
+    if total is None:
+        return value
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    clock = f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours or days else f"{rest // 60}:{rest % 60:02d}"
+    return f"{days}-{hours:02d}:{rest // 60:02d}:{rest % 60:02d}" if days else clock
+
+
 def check_signal(section: dict[str, Any]) -> None:
     """The time-limit signal must come before the limit: a `signal_s` at or past it would stop the run
     at its start (a run stopped after 30 s of a one-minute limit, told nothing)."""

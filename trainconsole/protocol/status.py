@@ -62,8 +62,11 @@ def run_status(run: RunDir, events: list[Event] | None = None, info: dict[str, A
     final, final_t = last_final(events)
     place = places.of(info)
     alive = place.alive(run.path, info)  # pid and start time here, the heartbeat from another host
-    if alive is False and final is None and place.late_word_s:  # a place that writes how a run ended
-        final, final_t = last_final(tail(run.events))  # (Slurm's word) may just have, as it was asked
+    if place.late_word_s and (alive is False and final is None or final == "stopped" and place.watched(info)):
+        final, final_t = last_final(tail(run.events))  # a place that writes how a run ended (Slurm's
+        # word) may just have, as it was asked
+    if final is not None:  # a `stopped` its place has yet to explain (Slurm's TERM) is not one yet
+        final = place.final_status(info, final)
     launched = info.get("started_at") or 0.0  # a `started` from before a resume says nothing of this launch
     queued = in_queue(info, started=any(e.get("type") == STARTED and started_since(e.get("t") or 0, launched)
                                         for e in events))

@@ -19,6 +19,7 @@ from trainconsole.console.core.run_state import Event, Note, RunState, label
 from trainconsole.console.core.run_update import RunUpdate
 from trainconsole.console.core.weights import Snapshot
 from trainconsole.protocol.run_row import paused_for, status_label
+from trainconsole.protocol.slurm_config import as_squeue
 
 #: (The plot's names too: imported from here before `core.plot` was its own.)
 __all__ = ["RUN_COLORS", "Board", "PlotLine", "View", "build_view", "label", "next_metric", "plot_lines",
@@ -233,12 +234,23 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
         if run.status == "lost":
             notes.append(Note(run.t_last or now, "error", "lost: the process is gone without a final event",
                               "see stderr.log in the run directory; r resumes from the last checkpoint"))
-        view.log = LogView(f"log: {label(run)} ({run.status})", notes, run.failure, run.t_first)
+        view.log = LogView(f"log: {label(run)} ({run.status}){slurm_job(run.slurm_job)}", notes, run.failure,
+                           run.t_first)
         view.mem = MemView(label(run), run.mem)
         if run.search is not None:
             view.trials = TrialsView(leaderboard.rows(run.search), run.search.metric,
                                      leaderboard.ended(run.search))
     return view
+
+
+def slurm_job(job: dict[str, Object]) -> str:
+    """The log pane's words for a run's Slurm job (run.json `slurm`): ` · Slurm job 7, debug, n[1-2],
+    limit 10:00` ("" for a run not sent to Slurm)."""
+    if not job.get("job_id"):
+        return ""
+    parts = [f"Slurm job {job['job_id']}", str(job.get("partition") or ""), str(job.get("nodes") or ""),
+             f"limit {as_squeue(str(job['time']))}" if job.get("time") else ""]
+    return " · " + ", ".join(p for p in parts if p)
 
 
 def plot_view(board: Board, selected: str | None, marked: Iterable[str], buckets: int) -> tuple[

@@ -49,6 +49,7 @@ class RunState(RunRow):
     alive: bool | None = None
     queue_facts: dict[str, Any] = field(default_factory=dict)  # run.json's `queued` and `dequeued_at`
     slurm_reason: str = ""  # why its Slurm job waits (`Resources`, `Priority`...), while it does
+    slurm_job: dict[str, Any] = field(default_factory=dict)  # its Slurm job as run.json has it (`slurm`)
     problem: str = ""
     mem: Mem | None = None
     train_loss: Series = field(default_factory=Series)  # the loss (or, wanting one, the first loss-like)
@@ -87,6 +88,7 @@ class RunState(RunRow):
         self.ended_at = info.get("ended_at", self.ended_at)
         self.ran_s = float(info.get("ran_s") or 0.0)
         self.queue_facts = {k: info.get(k) for k in ("queued", "dequeued_at")}
+        self.slurm_job = info.get("slurm") if isinstance(info.get("slurm"), dict) else self.slurm_job
         self.epochs = epochs if epochs is not None else self.epochs
 
     def apply(self, event: Event) -> None:

@@ -66,6 +66,12 @@ class Place:
         host's, to be checked here (False: they are its nodes', checked where it runs)."""
         return True
 
+    def final_status(self, info: Info, final: str) -> str:
+        """The status a final event the run wrote gives while the place may still say otherwise: a run
+        that took a scheduler's signal for a stop is `running` until the scheduler says how its job
+        ended (default: the event's status, as written)."""
+        return final
+
     def reason(self, info: Info) -> str:
         """Why the run waits, in the place's words ("" when it does not wait, or the place says none)."""
         return ""

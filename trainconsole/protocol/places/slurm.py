@@ -25,6 +25,7 @@ from ..kills import record_end
 from ..rundir import RunDir
 from . import Info, Place, slurm_end
 from .host import ended, process_alive_anywhere
+from .host import ended as run_ended
 from .slurm_end import Ending
 from .slurm_queue import (  # noqa: F401 - (the place's readers and control side name them here)
     CANCELLED,
@@ -132,9 +133,12 @@ def row_fields(info: dict[str, Any], status: str, events: list[Event]) -> dict[s
            "unreachable_since": SCHEDULER.unreachable_since}
     if status == "queued":
         out["reason"] = reason(info) or "starting"  # (Slurm says "None" until it first schedules)
-    if status == "queued" and (slurm.get("requeued_at") or 0) >= (info.get("started_at") or 0) > 0:
+    requeued = (slurm.get("requeued_at") or 0) >= (info.get("started_at") or 0) > 0 or run_ended(info)
+    if status == "queued" and requeued:  # (ended: waiting again, before `back_in_queue` took it)
         out["reason"] = f"requeued ({live.reason if live and live.reason != 'None' else 'BeginTime'})"
     ended = next((e for e in reversed(events) if e.get("type") in FINAL), None)
+    if status in ("queued", "running"):  # (a `stopped` Slurm has yet to explain says nothing yet)
+        return out
     if ended is not None and ended.get("slurm_state"):
         out["reason"] = f"{ended['slurm_state']}: {ended.get('cause')}"
     elif status == "lost" and live is None and not SCHEDULER.unreachable:
@@ -243,6 +247,19 @@ def _failed_nodes(ending: Ending) -> str:
     return ",".join(failed) or ending.nodes
 
 
+def held_status(info: dict[str, Any], final: str) -> str:
+    """The status of a run whose last final event is `final` (`Slurm.final_status`)."""
+    if final != "stopped" or stop_asked(info) or not (not ended(info) or ending(info)):
+        return final
+    found = job(info)
+    if found is None or SCHEDULER.unreachable:
+        return final
+    if found.running or found.pending:
+        return "running" if found.running else "queued"
+    # ended: Slurm's word (its cause comes with `settle`), as `cancelled_stop` takes it
+    return final if found.state in ("COMPLETED", "FAILED") else slurm_end.status_of(found.state)
+
+
 def stop_asked(info: dict[str, Any]) -> bool:
     """Whether trainconsole asked the run's current launch to stop (`slurm.stop_asked_at`, written by
     the console's stop before it signals the job)."""
@@ -346,6 +363,12 @@ class Slurm(Place):
     def settle(self, run_path: str | os.PathLike[str], info: Info) -> str | None:
         """Slurm's word on how its job ended, if the run could not say it."""
         return settle(run_path, info)
+
+    def final_status(self, info: Info, final: str) -> str:
+        """A `stopped` that no stop of ours asked for is Slurm's TERM (an outside `scancel` or requeue, the
+        time limit, a node's failure): `running` while its job still runs, `queued` once it waits again,
+        until Slurm's word on the ended job (`settle`) says how it ended; never a false `stopped`."""
+        return held_status(info, final)
 
     def reason(self, info: Info) -> str:
         """Slurm's reason while the job waits (`Resources`, `Priority`...; not its `None`)."""

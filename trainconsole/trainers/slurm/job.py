@@ -41,9 +41,12 @@ def record(run: RunDir, pid: int, started: float) -> None:
     now = time.time()
     with run.lock():
         info = run.read_info()
-        slurm = {**(info.get("slurm") or {}), "job_id": os.environ.get("SLURM_JOB_ID", ""),
-                 "nodes": os.environ.get("SLURM_JOB_NODELIST", ""), "restarts":
-                 int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
+        asked = info.get("slurm") or {}
+        slurm = {**asked, "job_id": os.environ.get("SLURM_JOB_ID", ""),
+                 "nodes": os.environ.get("SLURM_JOB_NODELIST", ""),
+                 # the partition Slurm chose (the cluster's default where none was asked)
+                 "partition": os.environ.get("SLURM_JOB_PARTITION") or asked.get("partition", ""),
+                 "restarts": int(os.environ.get("SLURM_RESTART_COUNT") or 0)}
         run.write_info({**info, "host": hosts.this_host(), "pid": pid, "pgid": os.getpgid(0),
                         "pid_started": started, "started_at": now, "dequeued_at": now,
                         "ended_at": None, "slurm": slurm})
