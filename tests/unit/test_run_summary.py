@@ -11,7 +11,7 @@ import pytest
 from test_index import listing, make_run
 
 from trainconsole.control import runs
-from trainconsole.protocol import EventWriter, RunDir, index, run_summary
+from trainconsole.protocol import EventWriter, RunDir, index, index_file, run_summary
 from trainconsole.trainers import entry
 
 
@@ -37,7 +37,7 @@ def relisted(run: RunDir, kept: dict[str, object] | str) -> index.Summary:
     if isinstance(kept, dict):
         kept = json.dumps({**kept, "log": run_summary.log_key(str(run.path))})
     summary_file(run).write_text(kept)
-    (run.path.parents[1] / "index.tsv").unlink(missing_ok=True)
+    (run.path.parents[1] / index_file.ROWS).unlink(missing_ok=True)
     return listing(run.path.parents[1], settle=False)[0]
 
 

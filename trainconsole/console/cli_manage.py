@@ -53,7 +53,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.csv:
         print(ls_csv([s.row for s in found]), end="")
         return 0
-    print(render.json_rows([s.row_text for s in found])
+    print(render.json_rows(found)
           if args.json else render.table([s.row for s in found], empty_ls(args)))
     return 0
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from trainconsole.console.core.board import human_bytes
 from trainconsole.protocol import Event, RunDir
 from trainconsole.protocol.lost import stderr_cause
 from trainconsole.protocol.run_row import status_label
+
+if TYPE_CHECKING:
+    from trainconsole.protocol.index_file import Summary
 
 #: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
 WORDS = frozenset({"cause", "message", "hint"})
@@ -163,6 +166,9 @@ class Progress:
         self.out.flush()
 
 
-def json_rows(rows: list[str]) -> str:
-    """`ls --json`: a JSON array of rows given as JSON texts (the run index keeps them so), one per line."""
-    return "[\n" + ",\n".join(rows) + "\n]" if rows else "[]"
+def json_rows(summaries: list[Summary]) -> str:
+    """`ls --json`: a JSON array of the summaries' rows, one per line, copied out of the run index's
+    rows file as they lie there (`index_file.joined_rows`)."""
+    from trainconsole.protocol.index_file import joined_rows
+
+    return joined_rows(summaries)

@@ -1,12 +1,16 @@
-"""The run index on disk (stdlib only): `index.tsv`, `index-facts.tsv` and `index-details.tsv` in the home.
+"""The run index on disk (stdlib only): `index.rows`, `index-facts.tsv` and `index-details.tsv` in the home.
 
-One line per run, `id TAB fingerprint TAB json`: the `ls` row in the first file, the facts of the whole
-log the console's row needs beyond it (`Summary.facts`) in the second, the details that filters need
-(best metrics, config keys) in the third, so that `ls --json` reads a fifth of the bytes and copies each
-row out without decoding or encoding it. JSON text never holds a raw tab or newline. Each file is
-replaced atomically; one that is missing, unreadable or of another version reads as empty (the runs
-are summarized again), and a line of the second or third whose fingerprint is not its row's is not
-read (its part is derived from the run again).
+`index.rows` holds the `ls` rows: a line per run, `id TAB fingerprint TAB start TAB end`, then every row
+as `ls --json` prints them (a JSON array, a row a line), each line naming its row's bytes there; so a
+warm `ls --json` reads one file and copies each row out without decoding or encoding it. The two `.tsv`
+files have a line per run, `id TAB fingerprint TAB json`: the facts of the whole log the console's row
+needs beyond its `ls` row (`Summary.facts`), and the details that filters need (best metrics, config
+keys); they are read only when a summary first asks. JSON text never holds a raw tab or newline.
+
+Each file is replaced atomically (written aside, then renamed), and its first line carries the index's
+version and the length and CRC-32 of the rest: a file that is missing, unreadable, of another version,
+cut or garbled reads as empty (its runs are summarized again, never shown from it), and a line of the
+facts or details whose fingerprint is not its row's is not read (that part is derived from the run).
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from typing import Any
 
 from .events import fast_loads
 
-ROWS, FACTS, DETAILS = "index.tsv", "index-facts.tsv", "index-details.tsv"
+ROWS, FACTS, DETAILS = "index.rows", "index-facts.tsv", "index-details.tsv"
+#: Every file the index has been kept in (the ones before this version's are left to be removed).
+NAMES = (ROWS, FACTS, DETAILS, "index.tsv")
 #: Bumped when a line's shape changes: files of another version are rebuilt.
-HEADER = "trainconsole run index 4"
+HEADER = "trainconsole run index 5"
 
 
 class Summary:
@@ -33,11 +39,19 @@ class Summary:
     `fetch_part` (the index's files, else the run's own files). `keep`: whether it may be kept in the
     index, where it was judged as it was derived (`index.keeps`; None: not yet)."""
 
-    def __init__(self, run_id: str, key: str, row_text: str, details_text: str | None = None,
+    def __init__(self, run_id: str, key: str, row_text: str | None, details_text: str | None = None,
                  fetch_part: Callable[[Summary, str], str] | None = None, facts_text: str | None = "{}",
-                 keep: bool | None = None) -> None:
-        self.id, self.key, self.row_text, self.keep = run_id, key, row_text, keep
+                 keep: bool | None = None, row_at: tuple[bytes, int, int] | None = None) -> None:
+        self.id, self.key, self.keep, self._row_text, self._row_at = run_id, key, keep, row_text, row_at
         self._details_text, self._facts_text, self._fetch = details_text, facts_text, fetch_part
+
+    @property
+    def row_text(self) -> str:
+        """The `ls` row as JSON text (cut from the index's rows when read from there)."""
+        if self._row_text is None:
+            data, start, end = self._row_at or (b"{}", 0, 2)
+            self._row_text = data[start:end].decode()
+        return self._row_text
 
     @classmethod
     def of(cls, run_id: str, key: str, row: dict[str, Any], best: dict[str, Any],
@@ -119,20 +133,79 @@ def read_lines(path: Path) -> dict[str, tuple[str, str]]:
 def write_lines(path: Path, lines: dict[str, tuple[str, str]]) -> None:
     """Replace an index file atomically (a temporary file renamed: a reader sees the old file or the
     new one, whole); a home we cannot write to keeps working without one."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     body = "".join(f"{i}\t{key}\t{text}\n" for i, (key, text) in lines.items()).encode()
+    _replace(path, _header(body).encode() + b"\n" + body)
+
+
+def _header(body: bytes, keys_len: int = 0) -> str:
+    """The first line: the version, the length and CRC-32 of the bytes after it, and (the rows file's)
+    the length of its keys' lines."""
+    return f"{HEADER} {len(body)} {zlib.crc32(body):08x} {keys_len}"
+
+
+def read_rows(path: Path, fetch_part: Callable[[Summary, str], str]) -> dict[str, Summary]:
+    """The rows file's summaries by run id ({} if it reads as none: see the module's docstring)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        head, _, rest = data.partition(b"\n")
+        keys_len = int(head.rpartition(b" ")[2])
+        if head != _header(rest, keys_len).encode():  # (another version, or not the bytes it was taken of)
+            return {}
+        lines = rest[:keys_len].decode().split("\n")
+    except (OSError, ValueError, IndexError):
+        return {}
+    found = {}
+    for line in lines:
+        parts = line.split("\t")
+        if len(parts) == 4:  # (the empty rest after the last line)
+            start, end = int(parts[2]) + keys_len, int(parts[3]) + keys_len
+            found[parts[0]] = Summary(parts[0], parts[1], None, None, fetch_part, None, True,
+                                      (rest, start, end))
+    return found
+
+
+def write_rows(path: Path, summaries: dict[str, Summary]) -> None:
+    """Replace the rows file with these summaries' rows (atomically, as `write_lines`)."""
+    texts = [s.row_text.encode() for s in summaries.values()]
+    keys, at = [], 2  # (after the array's "[\n")
+    for (run_id, summary), text in zip(summaries.items(), texts, strict=True):
+        keys.append(f"{run_id}\t{summary.key}\t{at}\t{at + len(text)}\n")
+        at += len(text) + 2  # (and the ",\n" after it)
+    head = "".join(keys).encode()
+    body = head + (b"[\n" + b",\n".join(texts) + b"\n]" if texts else b"[]")
+    _replace(path, _header(body, len(head)).encode() + b"\n" + body)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
-            f.write(_header(body).encode() + b"\n" + body)
+            f.write(data)
         os.replace(tmp, path)
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
 
 
-def _header(body: bytes) -> str:
-    """The first line: the version, and the length and CRC-32 of the lines after it."""
-    return f"{HEADER} {len(body)} {zlib.crc32(body):08x}"
+def joined_rows(summaries: list[Summary]) -> str:
+    """The summaries' rows as `ls --json` prints them: a JSON array, a row a line. Rows that lie one
+    after another in the index's rows file are copied out together, as one piece."""
+    pieces: list[str] = []
+    span: tuple[bytes, int, int] | None = None
+    for summary in summaries:
+        at = summary._row_at if summary._row_text is None else None
+        if span is not None and at is not None and at[0] is span[0] and at[1] == span[2] + 2:
+            span = (span[0], span[1], at[2])
+            continue
+        if span is not None:
+            pieces.append(span[0][span[1]:span[2]].decode())
+        span = at
+        if at is None:
+            pieces.append(summary.row_text)
+    if span is not None:
+        pieces.append(span[0][span[1]:span[2]].decode())
+    return "[\n" + ",\n".join(pieces) + "\n]" if pieces else "[]"
 
 
 class IndexFiles:
@@ -140,7 +213,7 @@ class IndexFiles:
 
     def __init__(self, home: Path, derive_part: Callable[[Summary, str], str]) -> None:
         self.home, self._derive = home, derive_part
-        self._parts: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._parts: dict[str, dict[str, tuple[str, str]]] = {}
 
     def fetch_part(self, summary: Summary, name: str) -> str:
         """A summary's facts (FACTS) or details (DETAILS): from their file when its fingerprint there is
@@ -152,13 +225,11 @@ class IndexFiles:
 
     def load(self) -> dict[str, Summary]:
         """The index's summaries by run id."""
-        fetch = self.fetch_part
-        return {i: Summary(i, key, text, None, fetch, None, True)
-                for i, (key, text) in read_lines(self.home / ROWS).items()}
+        return read_rows(self.home / ROWS, self.fetch_part)
 
     def save(self, summaries: dict[str, Summary]) -> None:
         """Replace the files with these summaries (the parts first: a row never names a part not yet
         written, and a part whose fingerprint is not its row's is not read)."""
         write_lines(self.home / DETAILS, {i: (s.key, s.details_text) for i, s in summaries.items()})
         write_lines(self.home / FACTS, {i: (s.key, s.facts_text) for i, s in summaries.items()})
-        write_lines(self.home / ROWS, {i: (s.key, s.row_text) for i, s in summaries.items()})
+        write_rows(self.home / ROWS, summaries)
