@@ -197,6 +197,8 @@ def main() -> None:
                                   "log_mib": round(size / 2**20)}
         for name, times in runs.items():
             out[f"{name}_first_frame_s"] = round(statistics.median(t["frame"] for t in times), 2)
+            out[f"{name}_read_after_dashboard_s"] = round(  # the reader's first message: tail or history
+                statistics.median(t["first_read"] - t["dashboard"] for t in times), 3)
             for what in ("row", "plot"):
                 out[f"{name}_{what}_s"] = round(statistics.median(t[what] for t in times), 2)
                 out[f"{name}_{what}_after_dashboard_s"] = round(
