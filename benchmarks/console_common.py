@@ -63,14 +63,14 @@ class Console:
     """`trainconsole` (or any command) on a pseudo-terminal of a given size, its output drained."""
 
     def __init__(self, home: Path, cmd: list[str] | None = None, size: tuple[int, int] = (120, 40),
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, cwd: Path = REPO) -> None:
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
         full_env = {**os.environ, "TRAINCONSOLE_HOME": str(home), "TERM": "xterm-256color", **(env or {})}
         for var in ("COLUMNS", "LINES", "NO_COLOR"):
             full_env.pop(var, None)
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(cmd or [EXE], stdin=slave, stdout=slave, stderr=slave, cwd=REPO,
+        self.proc = subprocess.Popen(cmd or [EXE], stdin=slave, stdout=slave, stderr=slave, cwd=cwd,
                                      env=full_env, start_new_session=True, close_fds=True)
         os.close(slave)
         self.master, self.output, self.written = master, bytearray(), 0
@@ -125,10 +125,10 @@ def finished_runs(home: Path, count: int, steps: int = 500) -> None:
 DASHBOARD = b"sampling devices"
 
 
-def cold_start(home: Path, cmd: list[str] | None = None) -> tuple[float, float, bool]:
-    """One fresh process to its first frame: (wall seconds, CPU seconds of the process, whether the frame
-    timed had the dashboard in it); then quit it."""
-    console = Console(home, cmd=cmd)
+def cold_start(home: Path, cmd: list[str] | None = None, cwd: Path = REPO) -> tuple[float, float, bool]:
+    """One fresh process (started in `cwd`) to its first frame: (wall seconds, CPU seconds of the process,
+    whether the frame timed had the dashboard in it); then quit it."""
+    console = Console(home, cmd=cmd, cwd=cwd)
     try:
         wall = console.wait_first_frame()
         time.sleep(0.05)  # the reader thread records the CPU time right after it saw the frame

@@ -108,7 +108,9 @@ class TrainConsole(App[None]):
         return StartScreen(read_only=self.read_only, open_dashboard=self.open_dashboard)
 
     async def open_dashboard(self) -> None:
-        """After the first frame (StartScreen calls it): the dashboard, its form filled from the demo."""
+        """After the first frame (StartScreen calls it): the dashboard, its form filled from the demo. The
+        cycle collector, off until the first frame (`cli.open_console`), is on again."""
+        gc.enable()
         from trainconsole.console.screens.main_screen import (
             MainScreen,  # with it plotext, the form's checks...
         )
