@@ -52,3 +52,15 @@ def test_a_stop_by_slurms_time_limit_signal_says_so_and_a_stop_of_ours_does_not(
     assert row_fields(ours, "stopped", stopped)["reason"] is None
     early = {**info, "started_at": now - 60}  # stopped a minute in: not the limit's signal
     assert row_fields(early, "stopped", stopped)["reason"] is None
+
+
+def test_the_log_pane_names_the_job_with_its_limit_as_squeue_writes_it() -> None:
+    from trainconsole.console.core.board import slurm_job
+    from trainconsole.protocol.slurm_config import as_squeue
+
+    assert [as_squeue(t) for t in ("10", "90", "1:30", "2:00:00", "2-12", "UNLIMITED", "")] == \
+        ["10:00", "1:30:00", "1:30", "2:00:00", "2-12:00:00", "UNLIMITED", ""]
+    job = {"job_id": "7", "partition": "debug", "nodes": "n[1-2]", "time": "90"}
+    assert slurm_job(job) == " · Slurm job 7, debug, n[1-2], limit 1:30:00"
+    assert slurm_job({"job_id": "8", "partition": "", "nodes": "", "time": ""}) == " · Slurm job 8"
+    assert slurm_job({}) == ""  # not a Slurm run
