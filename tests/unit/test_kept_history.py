@@ -304,3 +304,11 @@ def test_a_history_far_behind_its_log_is_read_on_from_its_offset(tmp_path: Path,
     assert t.backfill is not None and (t.backfill.offset > 0) and len(update.state.train_loss) < 600
     t, state = read(run)
     assert shows(state) == shows(replayed(run.id, read_all(run.events)))
+
+
+def test_a_state_kept_by_a_version_of_other_shapes_is_not_read() -> None:
+    data = snapshot.encode(replayed("r", [{"v": 1, "t": T0, "run": "r", "type": "started"}]))
+    assert data is not None and snapshot.decode("r", data).said_started
+    data["fields"] = [*data["fields"], "a_field_of_a_later_version"]
+    with pytest.raises(ValueError):
+        snapshot.decode("r", data)

@@ -46,7 +46,7 @@ def encode(state: RunState) -> dict[str, Any] | None:
     """The state as JSON-ready values (None: it cannot be kept, replay its log)."""
     if state.search is not None or state.summarized:
         return None
-    out: dict[str, Any] = {"format": FORMAT, "fields": sorted(f.name for f in fields(RunState))}
+    out: dict[str, Any] = {"format": FORMAT, "fields": _shapes()}
     plain = {}
     for f in fields(RunState):
         if f.name in _SERIES or f.name in _PLAIN or f.name in _SKIP:
@@ -70,7 +70,7 @@ def encode(state: RunState) -> dict[str, Any] | None:
 
 def decode(run_id: str, data: dict[str, Any]) -> RunState:
     """The state `encode` kept. Raises ValueError (or KeyError, TypeError) for anything else."""
-    if data.get("format") != FORMAT or data.get("fields") != sorted(f.name for f in fields(RunState)):
+    if data.get("format") != FORMAT or data.get("fields") != _shapes():
         raise ValueError("kept by another version")
     state = RunState(run_id)
     for name, value in data["plain"].items():
@@ -171,6 +171,12 @@ def _queries(state: RunState) -> list[float]:
         kept = encode_series(series, whole=len(series) <= RAW_MAX)
         out += [p[1] for p in kept.get("pts", [])] + kept["xs"]
     return out
+
+
+def _shapes() -> list[str]:
+    """The fields of the shapes kept: a history of other shapes (another version's) is not read."""
+    return [*sorted(f.name for f in fields(RunState)), *(f.name for f in fields(Note)),
+            *(f.name for f in fields(Snapshot)), *sorted(vars(MeanRate()))]
 
 
 def _json_ready(value: Any) -> bool:
