@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainconsole.protocol import KINDS, STATUSES, index
+from trainconsole.protocol.run_files import loads
 
 Summary = index.Summary
 FIELDS = ("status", "tag", "kind", "host", "name", "id")
@@ -134,28 +135,46 @@ def _value(raw: str) -> float | str:
 def values_of(summary: Summary, key: str) -> list[float | str]:
     """What a key names in a run: a row field, a config key (dotted, or by its last part: any section's),
     `best.X` / `last.X`, else the latest result; numbers as floats, the rest as lower-case text."""
-    row = summary.row
     section, _, name = key.partition(".")
-    config = summary.config if key not in ROW_KEYS and _may_name(summary.details_text, key) else {}
     if key in ROW_KEYS:
-        found = [row.get(key)]
-    elif key in config:
-        found = [config[key]]
-    elif name and section in ("best", "last"):
-        found = [(summary.best if section == "best" else row.get("last") or {}).get(name)]
+        found = [summary.row.get(key)]
     else:
-        found = [v for k, v in config.items() if k.rpartition(".")[2] == key]
-        found = found or [(row.get("last") or {}).get(key)]
+        exact, in_config = _config_hit(summary, key)
+        if exact:
+            found = in_config
+        elif name and section in ("best", "last"):
+            found = [(summary.best if section == "best" else summary.row.get("last") or {}).get(name)]
+        else:
+            found = in_config or [(summary.row.get("last") or {}).get(key)]
     return [_comparable(v) for v in found if v is not None and not isinstance(v, (list, dict))]
 
 
-def _may_name(details: str, key: str) -> bool:
-    """Whether a run's config may hold `key` (a dotted key, or one whose last part it is), seen in its
-    details' JSON text without decoding it: a config key is written `"train.lr": ` there, after the best
-    metrics. False only where no config key can be `key` (a filter reads a config only where it may)."""
+def _config_hit(summary: Summary, key: str) -> tuple[bool, list[Any]]:
+    """Whether `key` is one of the run's config keys, and what the config gives it: its value, else the
+    values of the keys whose last part it is ([] if none). Read from the config's JSON text in the run's
+    details: not decoded where the text cannot name the key (a config key is written `"train.lr": ` there,
+    after the best metrics), and decoded once per distinct text (runs of one config file share it)."""
+    details = summary.details_text
+    at = details.find('"config": ')
+    if at < 0 or not details.endswith("}}"):  # (not as `json.dumps` writes a summary's details)
+        return _hit(summary.config, key)
+    config = details[at + len('"config": '):-1]
     exact, last = _needles(key)
-    config = details[max(0, details.find('"config": ')):]
-    return exact in config or last in config
+    if exact not in config and last not in config:
+        return False, []
+    return _text_hit(config, key) or _hit(summary.config, key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_hit(config: str, key: str) -> tuple[bool, list[Any]] | None:
+    found = loads(config)
+    return _hit(found, key) if isinstance(found, dict) else None
+
+
+def _hit(config: dict[str, Any], key: str) -> tuple[bool, list[Any]]:
+    if key in config:
+        return True, [config[key]]
+    return False, [v for k, v in config.items() if k.rpartition(".")[2] == key]
 
 
 @functools.lru_cache(maxsize=256)
