@@ -2,10 +2,11 @@
 
 `index.rows` holds the `ls` rows: a line per run, `id TAB fingerprint TAB start TAB end`, then every row
 as `ls --json` prints them (a JSON array, a row a line), each line naming its row's bytes there; so a
-warm `ls --json` reads one file and copies each row out without decoding or encoding it. The two `.tsv`
-files have a line per run, `id TAB fingerprint TAB json`: the facts of the whole log the console's row
-needs beyond its `ls` row (`Summary.facts`), and the details that filters need (best metrics, config
-keys); they are read only when a summary first asks. JSON text never holds a raw tab or newline.
+warm `ls --json` reads one file and copies each row out without decoding or encoding it. The facts of
+the whole log the console's row needs beyond its `ls` row (`Summary.facts`) are a line per run, `id TAB
+fingerprint TAB json`; the details that filters need (best metrics, config keys) a line per distinct
+config, then a line per run naming its config's (`write_details`). Both are read only when a summary
+first asks. JSON text never holds a raw tab or newline.
 
 Each file is replaced atomically (written aside, then renamed), and its first line carries the index's
 version and the length and CRC-32 of the rest: a file that is missing, unreadable, of another version,
@@ -29,6 +30,8 @@ from .events import fast_loads
 ROWS, FACTS, DETAILS = "index.rows", "index-facts.tsv", "index-details.tsv"
 #: Every file the index has been kept in (the ones before this version's are left to be removed).
 NAMES = (ROWS, FACTS, DETAILS, "index.tsv")
+#: How `json.dumps` writes a summary's details, `{"best": {...}, "config": {...}}`: kept in two parts.
+BEST_AT, CONFIG_AT = '{"best": ', ', "config": '
 #: Bumped when a line's shape changes: files of another version are rebuilt.
 HEADER = "trainconsole run index 5"
 
@@ -110,24 +113,62 @@ def _decoded(text: str) -> Any:
         return json.loads(text)
 
 
-def read_lines(path: Path) -> dict[str, tuple[str, str]]:
+def read_lines(path: Path) -> dict[str, tuple[str, ...]]:
     """One index file's lines: {id: (fingerprint, json text)} ({} if missing, unreadable, of another
     version, or not the bytes its header's checksum was taken of: cut, garbled or edited by hand)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-        head, _, body = data.partition(b"\n")
-        if head != _header(body).encode():
-            return {}
-        text = body.decode()
-    except (OSError, ValueError):
-        return {}
-    found = {}
-    for line in text.split("\n"):
+    text = _checked(path)
+    found: dict[str, tuple[str, ...]] = {}
+    for line in text.split("\n") if text else ():
         parts = line.split("\t")
         if len(parts) == 3:  # (the empty rest after the last line)
             found[parts[0]] = (parts[1], parts[2])
     return found
+
+
+def write_details(path: Path, summaries: dict[str, Summary]) -> None:
+    """Replace the details file: a line per distinct config (`TAB TAB json`), then a line per run, `id TAB
+    fingerprint TAB best metrics TAB the number of its config's line` (runs of one config file share it,
+    and a filter decodes each once); details not as `json.dumps` writes them whole, with no number."""
+    configs: dict[str, int] = {}
+    lines = []
+    for run_id, summary in summaries.items():
+        text = summary.details_text
+        at = text.find(CONFIG_AT)
+        if text.startswith(BEST_AT) and at > 0 and text.endswith("}"):  # (made again of its two parts whole)
+            n = configs.setdefault(text[at + len(CONFIG_AT):-1], len(configs))
+            lines.append(f"{run_id}\t{summary.key}\t{text[len(BEST_AT):at]}\t{n}\n")
+        else:
+            lines.append(f"{run_id}\t{summary.key}\t{text}\t\n")
+    body = ("".join(f"\t\t{config}\n" for config in configs) + "".join(lines)).encode()
+    _replace(path, _header(body).encode() + b"\n" + body)
+
+
+def read_details(path: Path) -> dict[str, tuple[str, ...]]:
+    """The details file's lines: {id: (fingerprint, best metrics, config)} or {id: (fingerprint, details)}
+    ({} if it reads as none)."""
+    text = _checked(path)
+    configs: list[str] = []
+    found: dict[str, tuple[str, ...]] = {}
+    for line in text.split("\n") if text else ():
+        parts = line.split("\t")
+        if len(parts) == 3 and not parts[0]:
+            configs.append(parts[2])
+        elif len(parts) == 4 and parts[3]:
+            found[parts[0]] = (parts[1], parts[2], configs[int(parts[3])])
+        elif len(parts) == 4:
+            found[parts[0]] = (parts[1], parts[2])
+    return found
+
+
+def _checked(path: Path) -> str | None:
+    """The text after an index file's first line, if that line is this version's and its length and
+    checksum are the rest's."""
+    try:
+        with open(path, "rb") as f:
+            head, _, body = f.read().partition(b"\n")
+        return body.decode() if head == _header(body).encode() else None
+    except (OSError, ValueError):
+        return None
 
 
 def write_lines(path: Path, lines: dict[str, tuple[str, str]]) -> None:
@@ -213,15 +254,17 @@ class IndexFiles:
 
     def __init__(self, home: Path, derive_part: Callable[[Summary, str], str]) -> None:
         self.home, self._derive = home, derive_part
-        self._parts: dict[str, dict[str, tuple[str, str]]] = {}
+        self._parts: dict[str, dict[str, tuple[str, ...]]] = {}
 
     def fetch_part(self, summary: Summary, name: str) -> str:
         """A summary's facts (FACTS) or details (DETAILS): from their file when its fingerprint there is
         the row's, else derived from the run."""
         if name not in self._parts:
-            self._parts[name] = read_lines(self.home / name)
-        key, text = self._parts[name].get(summary.id, ("", ""))
-        return text if key == summary.key and text else self._derive(summary, name)
+            self._parts[name] = (read_details if name == DETAILS else read_lines)(self.home / name)
+        key, *texts = self._parts[name].get(summary.id, ("", ""))
+        if key != summary.key or not texts[0]:
+            return self._derive(summary, name)
+        return texts[0] if len(texts) == 1 else f"{BEST_AT}{texts[0]}{CONFIG_AT}{texts[1]}}}"
 
     def load(self) -> dict[str, Summary]:
         """The index's summaries by run id."""
@@ -230,6 +273,6 @@ class IndexFiles:
     def save(self, summaries: dict[str, Summary]) -> None:
         """Replace the files with these summaries (the parts first: a row never names a part not yet
         written, and a part whose fingerprint is not its row's is not read)."""
-        write_lines(self.home / DETAILS, {i: (s.key, s.details_text) for i, s in summaries.items()})
+        write_details(self.home / DETAILS, summaries)
         write_lines(self.home / FACTS, {i: (s.key, s.facts_text) for i, s in summaries.items()})
         write_rows(self.home / ROWS, summaries)
