@@ -17,24 +17,34 @@ import sys
 from pathlib import Path
 
 import pytest
+from processes import wait_for
 
 EXE = str(Path(sys.executable).parent / "trainconsole")
 pytestmark = pytest.mark.slow
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=400, env=env)
+    return subprocess.run([EXE, *args], capture_output=True, text=True, timeout=120, env=env)
+
+
+def status(run_id: str) -> str:
+    out = cli("ls", "--json")
+    assert out.returncode == 0 and out.stdout.strip(), (out.returncode, out.stdout, out.stderr)
+    return next(r["status"] for r in json.loads(out.stdout) if r["id"] == run_id)
 
 
 def test_reused_workers_run_every_trial_to_its_own_figures_and_a_failing_one_says_why(home: Path) -> None:
     env = {**os.environ, "TUNE_FUNCTION_THREAD_TIMEOUT_S": "0"}  # Ray's wait for the ended trial's thread
     # One at a time: 3 trials of the 10-class CNN, then a 4-class one (digits' labels go to 9: it fails)
-    out = cli("tune", "--demo", "--set", "tune.num_samples=1", "--set", "tune.max_t=2", "--set",
-              "tune.max_concurrent=1", "--set", "tune.space.model.num_classes={grid=[10, 10, 10, 4]}",
-              "--wait",
-              env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
+    sets = ["tune.num_samples=1", "tune.max_t=2", "tune.max_concurrent=1",
+            "tune.space.model.num_classes={grid=[10, 10, 10, 4]}"]
+    out = cli("tune", "--demo", *(a for s in sets for a in ("--set", s)), env=env)
     run_id = out.stdout.split()[0]
+    try:  # (a lost trial once left the search waiting for ever: it is killed at the end, whatever happened)
+        wait_for(lambda: status(run_id) != "running", timeout=240, what="the search to end")
+    finally:
+        cli("kill", run_id)
+    assert status(run_id) == "finished", (home / "runs" / run_id / "stderr.log").read_text()[-3000:]
     events = [json.loads(line) for line in cli("logs", run_id, "--json").stdout.splitlines()]
     last = {e["trial_id"]: e for e in events if e["type"] == "trial"}
     good = [e for e in last.values() if e["config"]["num_classes"] == 10]
@@ -58,4 +68,4 @@ def test_reused_workers_run_every_trial_to_its_own_figures_and_a_failing_one_say
         at = next(i for i, line in enumerate(lines) if f"#{trial['number']} " in line)
         assert " error " in lines[at] and lines[at + 1].split()[0] == "error:", shown.stdout
         assert trial["cause"][:40] in " ".join(lines[at + 1].split()), shown.stdout
-    assert "reset_config" not in shown.stdout + out.stderr
+    assert "reset_config" not in shown.stdout
