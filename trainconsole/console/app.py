@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 # Textual repaints what changed at most TEXTUAL_FPS times a second (60 unless told): each of our frames then
 # waited up to 17 ms for its repaint (the live lag's p99 ~127 -> ~100 ms at 240, benchmarks/console_live.py).
-# Our own frames are paced (FRAME_S, 20 a second), so a higher cap only repaints sooner. Set before Textual
+# Our own frames are paced (FRAME_S, ~33 a second), so a higher cap only repaints sooner. Set before Textual
 # reads it.
 os.environ.setdefault("TEXTUAL_FPS", "240")
 

@@ -24,9 +24,11 @@ if TYPE_CHECKING:
     from trainconsole.console.screens.feeds import Feeds
     from trainconsole.console.screens.panes import Panes
 
-#: At most 20 frames a second, and none when nothing changed: an event waits at most this long for its
-#: frame, after the tailer's poll (POLL_S) has read it (benchmarks/console_live.py: p50 and p99 lags).
-FRAME_S = 0.05
+#: At most ~33 frames a second, and none when nothing changed: an event waits at most this long for its
+#: frame once the tailer has read it, and a frame that is due is drawn at once (benchmarks/console_live.py:
+#: 0.05 -> 0.03 took the lag's p99 from ~66 to ~52 ms at 20 runs x 500 events/s, ~68 to ~41 ms at 25
+#: events/s, for 0-3 more points of a core).
+FRAME_S = 0.03
 PLOT_S = 0.5  # the plot (the costliest pane) about twice a second
 PLOT_AFTER_S = FRAME_S / 4  # after the frame's own render
 
