@@ -312,3 +312,18 @@ def test_a_state_kept_by_a_version_of_other_shapes_is_not_read() -> None:
     data["fields"] = [*data["fields"], "a_field_of_a_later_version"]
     with pytest.raises(ValueError):
         snapshot.decode("r", data)
+
+
+@pytest.mark.parametrize("n", [9000, 70_001])
+def test_a_kept_series_takes_a_step_replayed_among_its_last_points_as_the_whole_one(n: int) -> None:
+    """A resumed run replaying steps after what a history left out: `Series.truncate` finds the min and
+    max of a block again among its points, kept or not (`snapshot._fill`)."""
+    for seed in range(6):
+        pts = points(seed, n, 0)
+        kept = snapshot.encode_series(series(pts))
+        for k in {min(kept["p0"] + 1, n - 1), min(kept["p0"] + 3, n - 1), n - 1}:
+            whole, back = series(pts), snapshot.decode_series(json.loads(json.dumps(kept)))
+            for s in (whole, back):
+                s.append(pts[k][0], 0.77)  # (back to point k: the points from k on are replaced)
+                s.append(pts[k][0] + 0.5, 0.5)
+            assert decimations(back) == decimations(whole), (seed, k)

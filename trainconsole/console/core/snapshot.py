@@ -7,9 +7,11 @@ has at most 4 x `buckets` blocks; for any plot up to MAX_BUCKETS columns wide, t
 series are never read. So a long series keeps the blocks of the finest summary that can be read (each
 block's min and max point), the points the compare view's wall axis looks up (`compare.to_wall`: the two
 step times around each point it can be asked for), and its last, partial block whole; the rest of its
-points are not kept. Given back, the series decimates to exactly the points the replayed one does, and
-takes new points as it would (`append`). A new point at or before the last point not kept (a resumed run
-replaying its steps: `cut`) would need the points not kept: the reader replays the log instead.
+points are not kept (given back, they sit between their block's min and max: `_fill`). Given back, the
+series decimates to exactly the points the replayed one does, and takes new points as it would (`append`,
+and a step replayed after the points not kept: `Series.truncate`). A new point at or before the last
+point not kept (a resumed run replaying its steps: `cut`) would need the points not kept: the reader
+replays the log instead.
 
 A state this module cannot keep whole (a search's trials, a field it does not know) gives None: the log is
 replayed, as for a run without a summary.
@@ -106,6 +108,9 @@ def encode_series(series: Series, queries: Any = (), whole: bool = False) -> dic
     p0 = n // block * block  # the points from here on are kept whole (less than a block)
     lo, hi = lows[level][:p0 // block].tolist(), highs[level][:p0 // block].tolist()
     keep = {*lo, *hi}
+    for j, (a, z) in enumerate(zip(lo, hi, strict=True)):
+        if _fill(series.ys[a], series.ys[z]) is None:  # (no number between its min and max: all of it)
+            keep.update(range(j * block, (j + 1) * block))
     if p0:
         keep.add(p0 - 1)  # the cut: the last point not kept whole
     xs = series.xs
@@ -148,6 +153,13 @@ def _restore(series: Series, data: dict[str, Any]) -> None:
     lo, hi = array("q", data["lo"]), array("q", data["hi"])
     if len(lo) != len(hi) or len(lo) != p0 // block or any(math.isnan(ys[i]) for i in (*lo, *hi)):
         raise ValueError("summaries of points not kept")
+    fills = array("d")  # each block's points not kept: see `_fill`
+    for a, z in zip(lo, hi, strict=True):
+        fill = _fill(ys[a], ys[z])
+        fills += array("d", [math.nan if fill is None else fill]) * block
+    for i, _, y in points:
+        fills[i] = y
+    ys = fills
     lows, highs = [], []
     for lv in range(LEVELS):
         size = FANOUT ** (lv + 1)
@@ -161,6 +173,17 @@ def _restore(series: Series, data: dict[str, Any]) -> None:
         highs.append(array("q", (max(hi[j:j + per], key=ys.__getitem__) for j in range(0, len(hi), per))))
     series.xs, series.ys = xs, ys
     series._lo, series._hi = lows, highs  # noqa: SLF001
+
+
+def _fill(low: float, high: float) -> float | None:
+    """The y given to a block's points not kept: never its min nor its max, nor below or above them (its
+    min where all its points are equal), so that a replayed step's `Series.truncate`, which finds a block's
+    min and max again among its points, finds the kept ones. None: no number lies between (the block is
+    kept whole)."""
+    if low == high:
+        return low
+    mid = (low + high) / 2
+    return mid if low < mid < high else None
 
 
 def _queries(state: RunState) -> list[float]:
