@@ -152,21 +152,19 @@ def values_of(summary: Summary, key: str) -> list[float | str]:
 def _config_hit(summary: Summary, key: str) -> tuple[bool, list[Any]]:
     """Whether `key` is one of the run's config keys, and what the config gives it: its value, else the
     values of the keys whose last part it is ([] if none). Read from the config's JSON text in the run's
-    details: not decoded where the text cannot name the key (a config key is written `"train.lr": ` there,
-    after the best metrics), and decoded once per distinct text (runs of one config file share it)."""
-    details = summary.details_text
-    at = details.find('"config": ')
-    if at < 0 or not details.endswith("}}"):  # (not as `json.dumps` writes a summary's details)
-        return _hit(summary.config, key)
-    config = details[at + len('"config": '):-1]
-    exact, last = _needles(key)
-    if exact not in config and last not in config:
-        return False, []
-    return _text_hit(config, key) or _hit(summary.config, key)
+    details (`Summary.config_text`), once per distinct text and key (runs of one config file share it)."""
+    config = summary.config_text
+    found = None if config is None else _text_hit(config, key)
+    return _hit(summary.config, key) if found is None else found
 
 
 @functools.lru_cache(maxsize=4096)
 def _text_hit(config: str, key: str) -> tuple[bool, list[Any]] | None:
+    """`_config_hit` of a config's JSON text: not decoded where the text cannot name the key (a config key
+    is written `"train.lr": ` there); None where the text is not a config's."""
+    exact, last = _needles(key)
+    if exact not in config and last not in config:
+        return False, []
     found = loads(config)
     return _hit(found, key) if isinstance(found, dict) else None
 

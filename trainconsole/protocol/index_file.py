@@ -47,6 +47,7 @@ class Summary:
                  keep: bool | None = None, row_at: tuple[bytes, int, int] | None = None) -> None:
         self.id, self.key, self.keep, self._row_text, self._row_at = run_id, key, keep, row_text, row_at
         self._details_text, self._facts_text, self._fetch = details_text, facts_text, fetch_part
+        self._config_text: str | None = None
 
     @property
     def row_text(self) -> str:
@@ -87,6 +88,18 @@ class Summary:
         if self._details_text is None:
             self._details_text = self._fetch(self, DETAILS) if self._fetch else '{"best": {}, "config": {}}'
         return self._details_text
+
+    @property
+    def config_text(self) -> str | None:
+        """The config's part of the details' JSON text (None where they are not as `json.dumps` writes
+        them): one string shared by the runs of one config, where read from the index's file."""
+        if self._config_text is None:
+            text = self.details_text  # (the index's file gives the shared string as it is read)
+            if self._config_text is None:
+                at = text.find(CONFIG_AT)
+                whole = text.startswith(BEST_AT) and at > 0 and text.endswith("}")
+                self._config_text = text[at + len(CONFIG_AT):-1] if whole else ""
+        return self._config_text or None
 
     @cached_property
     def details(self) -> dict[str, Any]:
@@ -264,7 +277,10 @@ class IndexFiles:
         key, *texts = self._parts[name].get(summary.id, ("", ""))
         if key != summary.key or not texts[0]:
             return self._derive(summary, name)
-        return texts[0] if len(texts) == 1 else f"{BEST_AT}{texts[0]}{CONFIG_AT}{texts[1]}}}"
+        if len(texts) == 1:
+            return texts[0]
+        summary._config_text = texts[1]
+        return f"{BEST_AT}{texts[0]}{CONFIG_AT}{texts[1]}}}"
 
     def load(self) -> dict[str, Summary]:
         """The index's summaries by run id."""
