@@ -28,10 +28,13 @@ ASK_TIMEOUT_S = 3
 #: tolerance is back well within it).
 GONE_S = 15.0
 #: How long the driver then has to end the search itself before the watch ends the process.
-FORCE_S = 15.0
+FORCE_S = 10.0
+#: What ending the process takes at most once the events are written (run.json, the notify command is
+#: started, the summary), with room for a loaded host.
+END_S = 14.0
 #: The bound: the search is `failed` at most this long after its cluster went (Ray itself would end the
 #: driver, with no final event, 60 s after; `start` gives the driver's Ray longer, see `ray_env`).
-BOUND_S = GONE_S + EVERY_S + ASK_TIMEOUT_S + FORCE_S + 5.0
+BOUND_S = GONE_S + EVERY_S + ASK_TIMEOUT_S + FORCE_S + END_S
 #: Set for the driver's Ray before `ray.init` (unless set already): it outwaits the watch's bound.
 RAY_RECONNECT = "RAY_gcs_rpc_server_reconnect_timeout_s"
 
@@ -70,19 +73,17 @@ class ClusterWatch:
         self.ended.set()
 
     def _watch(self) -> None:
-        since: float | None = None
-        said = ""
+        since = time.monotonic()  # the GCS's last answer (ray.init has just had one)
         while not self.ended.wait(self.every_s):
             try:
                 self.ask()
-                since = None
+                since = time.monotonic()
                 continue
             except Exception as exc:  # noqa: BLE001 - Ray's error is the cluster's last word
                 if not from_ray(exc):  # not an answer from Ray (its API changed?): watch no more
                     return
                 said = words(exc)
             now = time.monotonic()
-            since = now if since is None else since
             if now - since >= self.gone_s:
                 self.cause = (f"the Ray cluster at {self.address} went away (no answer for "
                               f"{now - since:.0f} s); Ray said: {said}")
