@@ -56,12 +56,17 @@ def main(argv: list[str] | None, prog: str, description: str, resume_help: str, 
     watchdog = Watchdog.start(run)  # the heartbeat and the requests of other hosts, beside the body
     events = EventWriter(run.events, run.read_info().get("id") or run.id, reserve_bytes=reserve_bytes)
     events.on_emit = notify.Troubles(run)  # a trouble met on the way goes to the notify command too
-    once = threading.Lock()
+    once, ended = threading.Lock(), []
 
     def end(code: int) -> None:
-        """What follows the body, once: by main, or by `end_now` from a thread while the body is stuck."""
-        if not once.acquire(blocking=False):
-            return
+        """What follows the body, once: by main, or by `end_now` from a thread while the body is stuck (a
+        second caller waits for the first's to be done)."""
+        with once:
+            if not ended:
+                ended.append(code)
+                finish(code)
+
+    def finish(code: int) -> None:
         events.close()
         try:
             with run.lock():  # a resume or kill of this run never interleaves with this read-modify-write
