@@ -59,6 +59,7 @@ class Frames:
         self._last_frame = self._plot_next = 0.0
         self._plot_timer: Timer | None = None  # the plot's next drawing
         self._plot_aligned = False  # (that timer is just after a frame, not at the plot's time)
+        self._plotted: tuple[int, ...] = ()  # the plotted runs' states the plot was last drawn from (ids)
         self._importance_key: tuple[str | None, int] | None = None  # the search and ended trials computed
         self.keys_for: tuple[str | None, bool, bool] | None = None  # what the selection fits (None: no frame)
 
@@ -118,7 +119,14 @@ class Frames:
             panes.table.select(self.select_next)
             self.select_next = None
         if view.plot_changed:
+            if self._plot_states() != self._plotted:  # a run's state first came or was replaced (its whole
+                self._plot_next = 0.0  # history handed over): plotted just after this frame, not at its pace
             self._schedule_plot()
+
+    def _plot_states(self) -> tuple[int, ...]:
+        """Which states the plot would draw now: the selected and overlaid runs' (their ids)."""
+        runs, sel = self.board.runs, self.selection
+        return tuple(id(runs.get(i or "")) for i in (sel.selected, *sel.marked))
 
     def draw_devices(self) -> None:
         """Draw the app's latest device sample (if any), with the runs' labels as the table shows them."""
@@ -160,6 +168,7 @@ class Frames:
     def draw_plot(self) -> None:
         """Redraw the plot from the selected and overlaid runs' histories (at most every PLOT_S or so)."""
         self._plot_timer, self._plot_next = None, time.monotonic() + PLOT_S
+        self._plotted = self._plot_states()
         panes = self._drawable()
         if panes is None:
             return
