@@ -95,7 +95,14 @@ def console(result: Path, frame_s: float | None, poll_s: float | None) -> None:
                 # the class's list after the first frame, and only that frame's events were timed)
 
     app = Timed()
-    app.run()
+    profile = os.environ.get("CONSOLE_LIVE_PROFILE")  # a path: the UI thread's cProfile, dumped there
+    if profile:
+        import cProfile
+        with cProfile.Profile() as prof:
+            app.run()
+        prof.dump_stats(profile)
+    else:
+        app.run()
     result.write_text(json.dumps(lags))
 
 

@@ -69,10 +69,7 @@ class Board:
 
     def apply(self, run_id: str, events: Iterable[Event]) -> int:
         """Apply a batch of one run's events; return how many there were."""
-        run, n = self.get(run_id), 0
-        for event in events:
-            run.apply(event)
-            n += 1
+        n = self.get(run_id).apply_all(events)
         if n:
             self._dirty.add(run_id)
         return n

@@ -59,6 +59,37 @@ class Series:
             size *= FANOUT
         return True
 
+    def extend(self, xs: list[float], ys: list[float]) -> None:
+        """`append` each point in turn, the summaries updated a block at a time where the points come after
+        the last one, finite and in increasing x (a live read's batch): else one `append` each."""
+        n0 = len(self.ys)
+        last = self.xs[-1] if n0 else -math.inf
+        if len(xs) < 2 or not _ascending(xs, ys, last):
+            for x, y in zip(xs, ys, strict=True):
+                self.append(x, y)
+            return
+        if not self._lo:
+            self._lo, self._hi = [array("q") for _ in range(LEVELS)], [array("q") for _ in range(LEVELS)]
+        self.xs.extend(xs)
+        self.ys.extend(ys)
+        n1, at, size = len(self.ys), self.ys.__getitem__, FANOUT
+        for lo, hi in zip(self._lo, self._hi, strict=True):  # (as `append`: each block's first min and max)
+            start = n0
+            while start < n1:
+                j = start // size
+                end = min(n1, (j + 1) * size)
+                i_lo, i_hi = min(range(start, end), key=at), max(range(start, end), key=at)
+                if j == len(lo):
+                    lo.append(i_lo)
+                    hi.append(i_hi)
+                else:
+                    if at(i_lo) < at(lo[j]):
+                        lo[j] = i_lo
+                    if at(i_hi) > at(hi[j]):
+                        hi[j] = i_hi
+                start = end
+            size *= FANOUT
+
     def truncate(self, n: int) -> None:
         """Keep only the first `n` points."""
         del self.xs[n:], self.ys[n:]
@@ -97,3 +128,13 @@ class Series:
             if len(lo) <= limit:
                 return lo, hi
         return self._lo[-1], self._hi[-1]
+
+
+def _ascending(xs: list[float], ys: list[float], last: float) -> bool:
+    """Every x after `last` and after the x before it, every point finite."""
+    isfinite = math.isfinite
+    for x, y in zip(xs, ys, strict=True):
+        if not (x > last and isfinite(x) and isfinite(y)):
+            return False
+        last = x
+    return True

@@ -41,10 +41,15 @@ def notices(update: RunUpdate, before: Before, after: RunState | None) -> list[N
     if after is None or not (update.events or before.running):  # (most updates: cheap at 10,000 runs)
         return []
     name = label(after)
-    out = [n for n in (_of_event(name, e) for e in update.events) if n is not None]
+    found = (_of_event(name, e) for e in update.events if e.get("type") in _NOTICED)
+    out = [n for n in found if n is not None]
     if before.running and after.status == "lost":
         out.append(Notice(f"{name}: lost (its process is gone without a final event)", "error"))
     return out
+
+
+#: The kinds of event `_of_event` may make a notice of (a live read's hundreds of steps are passed over).
+_NOTICED = frozenset({"finished", "failed", "stopped", "killed", "oom_recovered", "warning"})
 
 
 def _of_event(name: str, e: Event) -> Notice | None:

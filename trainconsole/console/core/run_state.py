@@ -7,6 +7,7 @@ into rows.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,8 +97,35 @@ class RunState(RunRow):
         RunRow.apply(self, event)
         handler = _HANDLERS.get(event.get("type", ""))
         if handler is not None:
-            t = event.get("t")
-            handler(self, event, float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else 0.0)
+            handler(self, event, _time(event))
+
+    def apply_all(self, events: Iterable[Event]) -> int:
+        """`apply` each event in turn; returns how many. A live read's steps (hundreds a run) put their
+        points into the histories a batch at a time (`Series.extend`, ~3x cheaper than a point at a time),
+        each history's before any other event is applied."""
+        points: dict[Series, tuple[list[float], list[float]]] = {}
+
+        def add(series: Series, x: float, y: float) -> None:
+            got = points.get(series)
+            if got is None:
+                got = points[series] = ([], [])
+            got[0].append(x)
+            got[1].append(y)
+
+        n = 0
+        for event in events:
+            n += 1
+            RunRow.apply(self, event)
+            kind = event.get("type", "")
+            if kind == "step":
+                _step(self, event, _time(event), add)
+                continue
+            handler = _HANDLERS.get(kind)
+            if handler is not None:
+                _extend(points)
+                handler(self, event, _time(event))
+        _extend(points)
+        return n
 
     def elapsed(self, now: float) -> float | None:
         """Seconds it has run: its earlier processes' (a resumed run) and its current one's, from start to
@@ -176,18 +204,37 @@ def _source(run: RunState, e: Event, t: float) -> None:
         run.notes.append(Note(t, "info", SOURCE_NOTES[source]))
 
 
-def _step(run: RunState, e: Event, t: float) -> None:
+def _time(event: Event) -> float:
+    t = event.get("t")
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else 0.0
+
+
+def _extend(points: dict[Series, tuple[list[float], list[float]]]) -> None:
+    """Put the points `apply_all` gathered into their histories (and forget them)."""
+    for series, (xs, ys) in points.items():
+        series.extend(xs, ys)
+    points.clear()
+
+
+def _step(run: RunState, e: Event, t: float,
+          add: Callable[[Series, float, float], object] = Series.append) -> None:
     _source(run, e, t)
     if isinstance(e.get("mem"), dict):
         run.mem = e["mem"]
     loss = e.get(run.loss_key or "loss")  # (`RunRow` has taken the step's loss)
-    if _is_num(e.get("step")):
+    step = e.get("step")
+    if _is_num(step):
         if _is_num(loss):
-            run.train_loss.append(e["step"], loss)
-            run.step_times.append(e["step"], t - (run.t_first or t))
-        for key, value in e.items():
-            if key != run.loss_key and key not in NOT_METRICS and _is_num(value):
-                run.metrics.setdefault(key, Series()).append(e["step"], value)
+            add(run.train_loss, step, loss)
+            add(run.step_times, step, t - (run.t_first or t))
+        others = e.keys() - NOT_METRICS  # (a set's difference, in C: most steps carry no metric but the loss)
+        others.discard(run.loss_key)
+        for key, value in e.items() if others else ():  # (in the step's order: `m` cycles in it)
+            if key in others and _is_num(value):
+                series = run.metrics.get(key)
+                if series is None:
+                    series = run.metrics[key] = Series()
+                add(series, step, value)
 
 
 
