@@ -89,3 +89,49 @@ def test_a_garbled_history_costs_a_replay_never_a_false_figure(home: Path) -> No
     truth.until_loaded()
     assert truth.board.runs[RUN].best_val_acc == 0.9
     assert len(truth.board.runs[RUN].train_loss) == STEPS
+
+
+def test_a_console_that_followed_a_long_run_to_its_end_keeps_its_history(home: Path) -> None:
+    log = home / "runs" / RUN / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:50]))  # the run as it began: the console follows it from its start
+    first = App(home)
+    first.until_loaded()
+    with open(log, "ab") as f:  # it goes on, and ends
+        for i in range(50, len(lines), 400):
+            f.writelines(lines[i:i + 400])
+            f.flush()
+            first.tailer.poll_once()
+    first.tailer.poll_once()  # (the app has applied the final event: kept)
+    assert first.board.runs[RUN].status == "finished"
+    assert os.path.exists(home / "runs" / RUN / "history.json")
+    second = App(home)
+    second.tailer.poll_once()  # one pass: the row and the whole plot, from the history
+    assert len(second.messages) == 1 and len(second.board.runs[RUN].train_loss) == STEPS
+    assert second.tailer.loaded.is_set()
+    assert shown(second.board) == shown(first.board)
+
+
+def test_a_short_run_or_one_that_goes_on_after_its_final_event_is_not_kept(home: Path) -> None:
+    log = home / "runs" / RUN / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:50]))
+    first = App(home)
+    first.until_loaded()
+    with open(log, "ab") as f:  # ended, then resumed at once (before the console came back to it)
+        f.writelines(lines[50:])
+        f.flush()
+        first.tailer.poll_once()
+        f.write(lines[0])  # (a `started` again)
+    first.tailer.poll_once()
+    first.tailer.poll_once()
+    assert not os.path.exists(home / "runs" / RUN / "history.json")
+    log.write_bytes(b"".join(lines[:50]))  # a short log that ends is never kept
+    small = App(home)
+    small.until_loaded()
+    with open(log, "ab") as f:
+        f.write(lines[-1])
+    small.tailer.poll_once()
+    small.tailer.poll_once()
+    assert small.board.runs[RUN].status == "finished"
+    assert not os.path.exists(home / "runs" / RUN / "history.json")

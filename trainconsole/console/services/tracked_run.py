@@ -70,6 +70,11 @@ class TrackedRun:
         self.lost_for = -2.0  # the run.json mtime its process was last found gone at (-2: never)
         self.cut = -math.inf  # its state came from a history: a new step at or before this needs the log
         self.step: Any = None  # the run's step, as far as read (where an eval without one lands)
+        # The state last handed to the app, while it holds every event read (not a tail's), which the app
+        # applies the events read since to: at a long run's end, it is kept as its history (`_keep_ended`).
+        self.handed: RunState | None = None
+        self.ending: tuple[int, float] | None = None  # (the log's end, its final event's t) to keep at
+        self.kept_at = -1  # the offset of the history last kept or read
 
     @property
     def seen(self) -> bool:
@@ -136,6 +141,7 @@ class TrackedRun:
         self.backfill = Backfill(RunState(self.run.id)) if start > 0 else None
         if kept is not None and start > kept.offset:  # the history, then the log from its offset on
             self.backfill = Backfill(kept.state, kept.offset, kept.bad_lines, kept.cut)
+        self.handed, self.ending = (state if start == 0 else None), None
         return self.update(state=state, notes=self._bad_note(state, bad)), end - start
 
     def _from_history(self, kept: run_history.Kept, size: int) -> RunUpdate | None:
@@ -151,8 +157,9 @@ class TrackedRun:
         self.size = size if self.offset == size else -1
         self.bad_lines, self.backfill = kept.bad_lines + bad, None
         self.cut, self.step = kept.cut, kept.state.step
+        self.handed, self.ending, self.kept_at = kept.state, None, kept.offset
         if used >= run_history.FROM_BYTES:  # much since: keep the history up to date
-            run_history.write(self.run, kept.state, self.offset, self.bad_lines)
+            self._keep(kept.state)
         return self.update(state=kept.state, notes=self._bad_note(kept.state, self.bad_lines))
 
     def read_new(self) -> tuple[RunUpdate | None, bool]:
@@ -164,6 +171,8 @@ class TrackedRun:
         except OSError as e:
             return self.fail(f"cannot read events.jsonl: {e.strerror}"), False
         if size == self.size:
+            if self.ending is not None:
+                self._keep_ended(size)
             return None, False
         if size < self.offset:  # replaced or truncated: start over
             return self.first_read()[0], False
@@ -181,6 +190,7 @@ class TrackedRun:
             return self.first_read()[0], False
         self.bad_lines += bad
         notes = self._bad_note(None, self.bad_lines) if bad else []
+        self.ending = _ending(events, self.offset) if self.offset == size else None
         return self.update(events=events, notes=notes), capped
 
     def backfill_step(self, budget: int) -> tuple[RunUpdate | None, int]:
@@ -205,9 +215,36 @@ class TrackedRun:
             return None, used
         # Caught up: the state holds every event up to the live reading, so it replaces the tail's.
         self.backfill, self.bad_lines, self.cut, self.step = None, b.bad_lines, b.cut, b.state.step
+        self.handed, self.ending = b.state, None
         if self.offset >= run_history.FROM_BYTES:  # kept: the next console reads it, not the whole log
-            run_history.write(self.run, b.state, self.offset, self.bad_lines)
+            self._keep(b.state)
         return self.update(state=b.state, notes=self._bad_note(b.state, self.bad_lines)), used
+
+    def _keep(self, state: RunState) -> None:
+        """Keep `state`, that of the log's first `self.offset` bytes, as the run's history."""
+        if run_history.write(self.run, state, self.offset, self.bad_lines):
+            self.kept_at = self.offset
+
+    def _keep_ended(self, size: int) -> None:
+        """A long log that ended while followed (the history was not kept as it was read): keep the
+        state the app holds as its history, once the app has applied the final event and nothing came
+        after it (the log still ends there). Its events are all applied by then: the app applies them in
+        the order they were read, and only this thread hands it more."""
+        assert self.ending is not None
+        end, t = self.ending
+        state = self.handed
+        if (state is None or self.backfill is not None or self.summarized or end != self.offset
+                or end != size or end < run_history.FROM_BYTES or end == self.kept_at
+                or self.bad_lines or self.problem):  # (notes the app's state holds and a replay's not)
+            self.ending = None
+            return
+        if state.final is None or state.final_t != t:  # (not applied yet: the next pass looks again)
+            return
+        self.ending = None
+        try:
+            self._keep(state)
+        except RuntimeError:  # (the app changed its notes meanwhile: the next pass tries again)
+            self.ending = (end, t)
 
     def _bad_note(self, state: RunState | None, bad: int) -> list[Note]:
         if not bad:
@@ -233,6 +270,16 @@ def goes_back(events: list[Event], cut: float, step: Any) -> tuple[bool, Any]:
         if isinstance(x, (int, float)) and not isinstance(x, bool) and x <= cut:
             return True, step
     return False, step
+
+
+def _ending(events: list[Event], end: int) -> tuple[int, float] | None:
+    """(end, the final event's t) where the last of `events` is how the run ended (a final event with a
+    time), else None."""
+    last = events[-1] if events else {}
+    t = last.get("t")
+    if last.get("type") in protocol.FINAL and isinstance(t, (int, float)) and not isinstance(t, bool):
+        return end, float(t)
+    return None
 
 
 def _state(run_id: str, events: list[Event]) -> RunState:
