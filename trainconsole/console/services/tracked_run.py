@@ -4,7 +4,9 @@ history read in the background into a state of its own, handed over whole when i
 A long log's history, once read, is kept beside it (`run_history`: the state as of an offset); the next
 console takes that state and reads only the log after its offset (in the background, from the kept state,
 where that is more than TAIL_MAX). A new point at or before the last one the history left out (a resumed
-run replaying its steps) has the log read whole instead (`goes_back`).
+run replaying its steps) has the log read whole instead (`goes_back`). A long log followed to its end (its
+history never read whole, so never kept) is kept at its end: the state handed to the app, which then holds
+every event read, once the app has applied the final event (`_keep_ended`; only this thread reads it then).
 
 Every byte is read: the live reading stops only at the last complete line, and a read that filled its
 limit says so (`behind`), so the thread comes back at once for the rest.
