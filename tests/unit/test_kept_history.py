@@ -327,3 +327,15 @@ def test_a_kept_series_takes_a_step_replayed_among_its_last_points_as_the_whole_
                 s.append(pts[k][0], 0.77)  # (back to point k: the points from k on are replaced)
                 s.append(pts[k][0] + 0.5, 0.5)
             assert decimations(back) == decimations(whole), (seed, k)
+
+
+def test_a_history_holding_nan_is_read_back_whole(tmp_path: Path, small: None) -> None:
+    run = write_log(tmp_path / "run-nan", 2000)
+    with open(run.events, "a") as f:  # a diverged run: its last loss NaN (what orjson does not parse)
+        f.write(json.dumps({"v": 1, "t": T0, "run": "run-nan", "type": "step", "step": 2000, "epoch": 21,
+                            "loss": math.nan}) + "\n")  # (json writes it `NaN`)
+    _, replayed_state = read(run)  # (keeps the history)
+    assert b"NaN" in open(run_history.path(run), "rb").read()
+    kept = run_history.read(run, run.events.stat().st_size)
+    assert kept is not None and math.isnan(kept.state.loss)
+    assert shows(kept.state) == shows(replayed_state)

@@ -168,6 +168,10 @@ def _restore(series: Series, data: dict[str, Any]) -> None:
             highs.append(array("q", range(0, p0, size)))
             continue
         per = size // block  # blocks of `level` in one of this level (the first stored ones as they are)
+        if per == 1:  # (its own: as stored)
+            lows.append(array("q", lo))
+            highs.append(array("q", hi))
+            continue
         # (min/max return the first of equals: the earliest point, as `append` keeps it)
         lows.append(array("q", (min(lo[j:j + per], key=ys.__getitem__) for j in range(0, len(lo), per))))
         highs.append(array("q", (max(hi[j:j + per], key=ys.__getitem__) for j in range(0, len(hi), per))))

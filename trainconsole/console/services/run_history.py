@@ -16,14 +16,17 @@ body, one JSON object (the stdlib's JSON: a diverged run's NaN and Infinity come
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from trainconsole.console.core import snapshot
 from trainconsole.console.core.run_state import RunState
 from trainconsole.protocol import RunDir
+from trainconsole.protocol.events import fast_loads
 
 NAME = "history.json"
 VERSION = 1
@@ -87,10 +90,25 @@ def read(run: RunDir, size: int) -> Kept | None:
                 or header["body_len"] != len(body) or header["body_sha"] != hashlib.sha256(body).hexdigest()
                 or [header["head"], header["mark"]] != list(_probes(run, offset))):
             return None
-        data = json.loads(body)
-        return Kept(snapshot.decode(run.id, data), offset, int(header["bad_lines"]), snapshot.cut(data))
+        paused = gc.isenabled()
+        gc.disable()  # (its ~20,000 lists, and the state made of them: the collector kept scanning them)
+        try:
+            data = _loads(body)
+            return Kept(snapshot.decode(run.id, data), offset, int(header["bad_lines"]), snapshot.cut(data))
+        finally:
+            if paused:
+                gc.enable()
     except Exception:  # noqa: BLE001 (whatever the file holds, the log is read instead)
         return None
+
+
+def _loads(body: bytes) -> Any:
+    """The body: orjson's parse where it can (~3x the stdlib's here), else the stdlib's (NaN and Infinity,
+    which orjson refuses)."""
+    try:
+        return fast_loads()(body)
+    except ValueError:  # (orjson.JSONDecodeError is one)
+        return json.loads(body)
 
 
 def _probes(run: RunDir, offset: int) -> tuple[str, str]:
