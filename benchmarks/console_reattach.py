@@ -1,11 +1,14 @@
 """Reattach: a fresh console over one finished run with a huge event log, on a 120x40 pty.
 
 Three times per log size, from just before `exec` of the console: its first frame, the runs table right
-(a frame on screen whose row shows `finished` and the last epoch), and the whole history plotted (the
-first plot drawn after a state with every step in it was taken); and both again from the moment the
-dashboard opened (the reader starts then). Each size is measured with orjson and with the stdlib json
-parser (`--parsers`), alternately, `--repeat` times; medians are printed, with the console process's CPU
-seconds (all threads) at each point: on a shared, busy machine they move much less than the wall times.
+(a frame on screen whose row shows `finished` and the last epoch: `row_s`), and the whole history plotted
+(the first plot drawn after a state with every step in it was taken: `plot_s`); and both again from the
+moment the dashboard opened (the reader starts then: `row_after_dashboard_s`, `plot_after_dashboard_s`),
+with, for this tree, the dashboard's own first paint (`painted_after_dashboard_s`: no row shows before it)
+and the whole history's hand-over to the app (`history_after_dashboard_s`). Each size is measured with
+orjson and with the stdlib json parser (`--parsers`), alternately, `--repeat` times; medians are printed,
+with the console process's CPU seconds (all threads) at each point: on a shared, busy machine they move
+much less than the wall times.
 
 With `--base DIR` (a checkout of the commit before issue 47's history: `git worktree add /tmp/base47r
 0b9ac78`), each repeat runs, in turn: the base's console (it replays the log), this tree's console on a run
@@ -89,6 +92,7 @@ def console(result: Path, t0: float, events: int, parser: str) -> None:
         async def open_dashboard(self) -> None:
             await super().open_dashboard()
             mark("dashboard")
+            self.call_after_refresh(mark, "painted")  # the dashboard's first paint (the row's floor)
             frames = self.main.frames  # the dashboard's frames draw (their timers look them up by name)
             draw_frame, draw_plot = frames.draw_frame, frames.draw_plot
             frames.draw_frame = lambda: (draw_frame(), self._row_drawn())
@@ -96,6 +100,9 @@ def console(result: Path, t0: float, events: int, parser: str) -> None:
 
         def on_runs_read(self, message: Any) -> None:
             mark("first_read")
+            update = message.updates.get(RUN)
+            if update is not None and update.state is not None and len(update.state.train_loss) == events:
+                mark("history")  # the whole history handed over (a history read, or a replay's end)
             super().on_runs_read(message)
 
         def _row_drawn(self) -> None:
@@ -199,6 +206,10 @@ def main() -> None:
             out[f"{name}_first_frame_s"] = round(statistics.median(t["frame"] for t in times), 2)
             out[f"{name}_read_after_dashboard_s"] = round(  # the reader's first message: tail or history
                 statistics.median(t["first_read"] - t["dashboard"] for t in times), 3)
+            for what in ("painted", "history"):  # (not timed by an older tree's console)
+                if all(what in t for t in times):
+                    out[f"{name}_{what}_after_dashboard_s"] = round(
+                        statistics.median(t[what] - t["dashboard"] for t in times), 3)
             for what in ("row", "plot"):
                 out[f"{name}_{what}_s"] = round(statistics.median(t[what] for t in times), 2)
                 out[f"{name}_{what}_after_dashboard_s"] = round(
