@@ -20,7 +20,11 @@ from trainconsole.protocol.run_row import NOT_METRICS, RunRow, is_num
 from trainconsole.protocol.shapes import Mem
 from trainconsole.protocol.status import started_since
 
-__all__ = ["NOT_METRICS", "Event", "Note", "RunState", "label", "summarized"]
+__all__ = ["NOT_METRICS", "PLACE_FINALS", "Event", "Note", "RunState", "label", "summarized"]
+
+#: The key under which the reader adds to run.json's facts what the run's place makes of each final event
+#: while it still has a say (`Place.final_status`, as `run_status` asks it: Slurm's own TERM is no stop).
+PLACE_FINALS = "place_finals"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class RunState(RunRow):
     queue_facts: dict[str, Any] = field(default_factory=dict)  # run.json's `queued` and `dequeued_at`
     slurm_reason: str = ""  # why its Slurm job waits (`Resources`, `Priority`...), while it does
     slurm_job: dict[str, Any] = field(default_factory=dict)  # its Slurm job as run.json has it (`slurm`)
+    place_finals: dict[str, str] = field(default_factory=dict)  # final events its place reads otherwise
     problem: str = ""
     mem: Mem | None = None
     train_loss: Series = field(default_factory=Series)  # the loss (or, wanting one, the first loss-like)
@@ -75,7 +80,8 @@ class RunState(RunRow):
         """running, finished, failed, stopped, killed, lost or queued: the rule `trainconsole ls` uses."""
         started = self.said_started and started_since(self.started_t, self.started_at)
         queued = in_queue(self.queue_facts, started=started)  # the protocol's one rule
-        return derive_status(self.final, self.final_t, self.started_at, self.alive, queued)
+        final = self.place_finals.get(self.final, self.final) if self.final else None  # Place.final_status
+        return derive_status(final, self.final_t, self.started_at, self.alive, queued)
 
     def set_info(self, info: dict[str, Any], epochs: int | None = None) -> None:
         """Take the fields of run.json (and the configured epochs)."""
@@ -90,6 +96,7 @@ class RunState(RunRow):
         self.ran_s = float(info.get("ran_s") or 0.0)
         self.queue_facts = {k: info.get(k) for k in ("queued", "dequeued_at")}
         self.slurm_job = info.get("slurm") if isinstance(info.get("slurm"), dict) else self.slurm_job
+        self.place_finals = info.get(PLACE_FINALS) or {}  # (the reader asks the place: tailer.py)
         self.epochs = epochs if epochs is not None else self.epochs
 
     def apply(self, event: Event) -> None:

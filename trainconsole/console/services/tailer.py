@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
+from trainconsole.console.core.run_state import PLACE_FINALS
 from trainconsole.console.core.run_update import RunUpdate, count_events, merge
-from trainconsole.protocol import RunDir, places
+from trainconsole.protocol import FINAL, RunDir, places
 
 from .tracked_run import CHUNK, TrackedRun
 
@@ -46,6 +47,8 @@ HOLD_S = 0.3
 CHECKS = 1000
 #: Rows from the run index in the first message (the newest: a screenful and more); the rest follow at once.
 FIRST_ROWS = 200
+#: The statuses final events give (what a place's `final_status` is asked about).
+FINALS = tuple(sorted(set(FINAL.values())))
 
 
 class RunsRead(Message):
@@ -232,6 +235,8 @@ class Tailer:
                 update, more = t.read_new()
                 news.append(update)
                 behind = behind or more
+                if update is not None and any(e.get("type") in FINAL for e in update.events):
+                    news.append(self._refresh(t))  # what its place makes of it, before the row shows it
         return behind
 
     def _read_history(self, news: list[RunUpdate | None], budget: int) -> bool:
@@ -258,7 +263,7 @@ class Tailer:
 
     def _refresh(self, t: TrackedRun) -> RunUpdate | None:
         """Re-read a changed run.json, and check whether an unfinished run's process still lives."""
-        info_changed = self._refresh_info(t)
+        info_changed = self._refresh_info(t) | self._ask_place(t)
         place = places.of(t.info or {})
         if not (info_changed or t.alive is not False or place.watched(t.info or {})):
             return None  # a vanished process does not come back unless run.json changes (a resume);
@@ -272,6 +277,21 @@ class Tailer:
             return None
         t.alive, t.slurm_reason = alive, reason
         return t.update() if t.seen else None  # an unseen run's first read carries the facts
+
+    def _ask_place(self, t: TrackedRun) -> bool:
+        """What the run's place makes of each final event now (`Place.final_status`, the question
+        `run_status` asks for `ls`: a `stopped` that is Slurm's own TERM is `running` while its job runs),
+        kept with run.json's facts (`PLACE_FINALS`, which `RunState.status` reads). Returns whether it
+        changed."""
+        info = t.info
+        if info is None:
+            return False
+        place = places.of(info)
+        finals = {f: said for f in FINALS if (said := place.final_status(info, f)) != f}
+        if finals == (info.get(PLACE_FINALS) or {}):
+            return False
+        t.info = {**info, PLACE_FINALS: finals}  # a new dict: the one posted before is the app's
+        return True
 
     def _refresh_info(self, t: TrackedRun) -> bool:
         try:
