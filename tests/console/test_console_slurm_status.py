@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from test_tailer import tailer
 
+from trainconsole.console.core.board import slurm_job
 from trainconsole.protocol import RunDir, run_status
 from trainconsole.protocol.places import slurm
 from trainconsole.protocol.places.slurm_queue import ENV_POLL, Scheduler, _view_path
@@ -53,12 +54,16 @@ def test_slurms_own_term_never_shows_stopped_in_the_console(home: Path,
         t.poll_once()
         seen.append(board.runs[RUN].status)
     assert seen == ["running"] * 3 == [run_status(RunDir(path))] * 3  # what `ls` shows, never `stopped`
+    title = slurm_job(board.runs[RUN].slurm_job)  # the log pane's: the job with squeue's time left
+    assert title == " · Slurm job 7, debug, n[1-2], limit 10:00, 9:12 left"
+    assert "live" not in RunDir(path).read_info()["slurm"]  # (the reader's, not run.json's)
 
     write(path, {**info, "ended_at": now + 1}, [started, {"t": now, "type": "stopped"}])
     squeue_says(monkeypatch, "PENDING", "BeginTime")  # requeued: it waits again
     t.poke()
     t.poll_once()
     assert board.runs[RUN].status == "queued" == run_status(RunDir(path))
+    assert slurm_job(board.runs[RUN].slurm_job) == " · Slurm job 7, debug, limit 10:00"  # no time left yet
 
     ours = {**info, "ended_at": now + 1, "slurm": {**info["slurm"], "stop_asked_at": now - 1}}
     write(path, ours, [started, {"t": now, "type": "stopped"}])  # a stop of ours is one

@@ -241,12 +241,16 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
 
 
 def slurm_job(job: dict[str, Object]) -> str:
-    """The log pane's words for a run's Slurm job (run.json `slurm`): ` · Slurm job 7, debug, n[1-2],
-    limit 10:00` ("" for a run not sent to Slurm)."""
+    """The log pane's words for a run's Slurm job (run.json `slurm`, with what squeue says now under `live`,
+    which the reader adds): ` · Slurm job 7, debug, n[1-2], limit 10:00, 9:12 left` ("" for a run not sent
+    to Slurm)."""
     if not job.get("job_id"):
         return ""
-    parts = [f"Slurm job {job['job_id']}", str(job.get("partition") or ""), str(job.get("nodes") or ""),
-             f"limit {as_squeue(str(job['time']))}" if job.get("time") else ""]
+    live = job.get("live") if isinstance(job.get("live"), dict) else {}
+    parts = [f"Slurm job {job['job_id']}", str(live.get("partition") or job.get("partition") or ""),
+             str(live.get("nodes") or job.get("nodes") or ""),
+             f"limit {as_squeue(str(job['time']))}" if job.get("time") else "",
+             f"{live['time_left']} left" if live.get("time_left") else ""]
     return " · " + ", ".join(p for p in parts if p)
 
 

@@ -27,7 +27,7 @@ from textual.message import Message
 
 from trainconsole.console.core.run_state import PLACE_FINALS
 from trainconsole.console.core.run_update import RunUpdate, count_events, merge
-from trainconsole.protocol import FINAL, RunDir, places
+from trainconsole.protocol import FINAL, RunDir, in_queue, places
 
 from .tracked_run import CHUNK, TrackedRun
 
@@ -49,6 +49,8 @@ CHECKS = 1000
 FIRST_ROWS = 200
 #: The statuses final events give (what a place's `final_status` is asked about).
 FINALS = tuple(sorted(set(FINAL.values())))
+#: The key, in a place's own facts the reader hands over (run.json `slurm`), of what its place says now.
+LIVE = "live"
 
 
 class RunsRead(Message):
@@ -288,10 +290,23 @@ class Tailer:
             return False
         place = places.of(info)
         finals = {f: said for f in FINALS if (said := place.final_status(info, f)) != f}
-        if finals == (info.get(PLACE_FINALS) or {}):
+        key, live = place.info_key, self._live_fields(place, info)
+        own = info.get(key) if key else None
+        if finals == (info.get(PLACE_FINALS) or {}) and (not isinstance(own, dict) or own.get(LIVE) == live):
             return False
         t.info = {**info, PLACE_FINALS: finals}  # a new dict: the one posted before is the app's
+        if isinstance(own, dict):
+            t.info[key] = {**own, LIVE: live}  # type: ignore[index]
         return True
+
+    @staticmethod
+    def _live_fields(place: places.Place, info: dict) -> dict | None:
+        """What `ls` shows of a waiting or running run's place now (`Place.row_fields`: a Slurm job's
+        partition, nodes, time limit and time left, as squeue says them), kept under `LIVE` in its facts
+        for the log pane; None once the run has ended (run.json's own facts say it) or its place has none."""
+        if place.info_key is None or place.info_key not in info or not place.watched(info):
+            return None
+        return place.row_fields(info, "queued" if in_queue(info) else "running", [])
 
     def _refresh_info(self, t: TrackedRun) -> bool:
         try:

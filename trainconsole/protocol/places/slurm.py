@@ -126,7 +126,8 @@ def row_fields(info: dict[str, Any], status: str, events: list[Event]) -> dict[s
     where Slurm ended it)."""
     slurm = info.get("slurm") or {}
     live = job(info) if status in ("queued", "running", "lost") else None
-    out = {"job_id": slurm.get("job_id"), "nodes": slurm.get("nodes") or "", "reason": None,
+    nodes = (live.nodes if live and live.running else "") or slurm.get("nodes") or ""  # squeue's, if running
+    out = {"job_id": slurm.get("job_id"), "nodes": nodes, "reason": None,
            "partition": live.partition if live else slurm.get("partition", ""),
            "time_limit": live.time_limit if live else slurm.get("time", ""),
            "time_left": live.time_left if live and live.running else "",
