@@ -18,7 +18,7 @@ from rich.text import Text
 from textual import events
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowDoesNotExist
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
 from trainconsole.console.core.arrangement import Arrangement
 from trainconsole.console.core.columns import COLUMNS, HOST_COLUMN, TAGS_SEP, middle
@@ -113,16 +113,24 @@ class RunsTable(CellTable):
         self._fit_widths()
 
     def _update_cells(self, rows: list[Row]) -> None:
-        """Redraw the cells that changed (the rows' order is the same), counting their new lengths."""
+        """Redraw the cells that changed (the rows' order is the same), counting their new lengths: each
+        put in place as `update_cell` does, the table refreshed once (not once a cell: a frame of 20 live
+        runs changed 20-40 cells)."""
+        columns, changed = [ColumnKey(key) for key, _ in self._columns()], False
         for run_id, cells in rows:
             old = self._cells.get(run_id)
             if old == cells:
                 continue
-            for i, (key, _) in enumerate(self._columns()):
+            data = self._data[RowKey(run_id)]
+            for i, column in enumerate(columns):
                 if old is None or old[i] != cells[i]:
-                    self.update_cell(run_id, key, self._styled(key, cells[i]))
+                    data[column] = self._styled(column.value or "", cells[i])
+                    changed = True
             self._recount(old, cells)
             self._cells[run_id] = cells
+        if changed:
+            self._update_count += 1
+            self.refresh()
 
     def select(self, run_id: str) -> None:
         """Move the cursor to a run's row."""
