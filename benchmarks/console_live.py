@@ -9,6 +9,9 @@ is its process's user+system time over the measured window (all threads: tailer,
 With `--base TREE` (a checkout of the code to compare with, e.g. `git worktree add /tmp/base HEAD~3`),
 TREE's console and this tree's take turns, `--rounds` times each, under the same writer; each run's
 figures and each side's medians are printed, with the ratio of this tree's p99 lag to TREE's.
+
+Environment knobs (this tree's console only): CONSOLE_LIVE_PROFILE=PATH dumps the UI thread's cProfile to
+PATH; CONSOLE_LIVE_SWITCH_S=0.001 tries another GIL switch interval than Python's 5 ms.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ def console(result: Path, frame_s: float | None, poll_s: float | None) -> None:
     from trainconsole.console.screens.frames import Frames
     from trainconsole.console.services import tailer
 
+    if os.environ.get("CONSOLE_LIVE_SWITCH_S"):  # (to try another GIL switch interval than Python's 5 ms)
+        sys.setswitchinterval(float(os.environ["CONSOLE_LIVE_SWITCH_S"]))
     if frame_s is not None:  # (to try other paces than the console's own)
         frames.FRAME_S = frame_s
     if poll_s is not None:
