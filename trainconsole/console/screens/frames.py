@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trainconsole.console.core import leaderboard
-from trainconsole.console.core.board import build_view, plot_view, weights_view
+from trainconsole.console.core.board import build_view, plot_view, rank, weights_view
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -66,6 +66,8 @@ class Frames:
     def schedule(self) -> None:
         """Draw what changed: at once (once the handler that asked returns) if the last frame began at least
         FRAME_S ago, else when it will have."""
+        if self.keys_for is None:  # before the first frame (the dashboard's first paint comes first)
+            self._want_first()
         if self._frame_timer is None:
             wait = self._last_frame + FRAME_S - time.monotonic()
             if wait <= 0:  # (a timer, even of 0 s, waited ~10 ms more: the lag's p99, console_live.py)
@@ -87,6 +89,14 @@ class Frames:
         if waiting:
             self.feeds.tailer.want(waiting)
         return bool(waiting)
+
+    def _want_first(self) -> None:
+        """Have the tailer read the history of the run the first frame will select (and of those marked)
+        now, not once that frame is drawn: a summarized run's plot comes ~0.1-0.2 s sooner (issue 47)."""
+        board, sel = self.board, self.selection
+        first = sel.selected if sel.selected in board.runs else next(
+            (r.id for r in rank(board.runs.values(), sel.ranking)), None)
+        self.want_histories(board, [first, *sel.marked])
 
     def _drawable(self) -> Panes | None:
         """The panes, while the dashboard is up (not closing down, nor still opening: it redraws then)."""
