@@ -4,16 +4,17 @@ without a cluster: squeue's answer is the view the Slurm queue keeps on disk for
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
 from test_tailer import tailer
 
-from trainconsole.console.core.board import slurm_job
+from trainconsole.console.core.board import build_view, slurm_job
 from trainconsole.protocol import RunDir, run_status
-from trainconsole.protocol.places import slurm
-from trainconsole.protocol.places.slurm_queue import ENV_POLL, Scheduler, _view_path
+from trainconsole.protocol.places import slurm, slurm_queue
+from trainconsole.protocol.places.slurm_queue import ENV_POLL, HOLDERS_FORMAT, Scheduler, _view_path
 
 RUN = "r-slurm-0001"
 
@@ -70,3 +71,46 @@ def test_slurms_own_term_never_shows_stopped_in_the_console(home: Path,
     t.poke()
     t.poll_once()
     assert board.runs[RUN].status == "stopped" == run_status(RunDir(path))
+
+
+SQUEUE = """#!/bin/sh
+echo "$@" >> "{calls}"
+printf '12|sleep|alice|n1|9:58\\n13|train|bob|n2|1:02:00\\n'
+"""
+
+
+def test_a_queued_runs_log_pane_names_the_jobs_that_hold_its_nodes(home: Path, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.setenv(ENV_POLL, "3600")
+    bin_dir, calls = tmp_path / "bin", tmp_path / "squeue-calls"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(SQUEUE.format(calls=calls))  # squeue's answer for the holders
+    (bin_dir / "squeue").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setattr(slurm_queue, "HOLDERS", slurm_queue.Holders())
+    monkeypatch.setattr(slurm, "HOLDERS", slurm_queue.HOLDERS)
+    home.mkdir(parents=True)
+    now = time.time()
+    info = {"id": RUN, "kind": "train", "queued": True, "started_at": now - 5,
+            "slurm": {"job_id": "7", "submitted_at": now - 5, "partition": "debug", "time": "10"}}
+    write(home / "runs" / RUN, info, [])
+    write(home / "runs" / "r-local-0001", {"id": "r-local-0001", "kind": "train", "started_at": now - 5},
+          [{"t": now - 4, "type": "started"}, {"t": now - 1, "type": "finished"}])  # no Slurm asked for it
+    squeue_says(monkeypatch, "PENDING", "Resources")
+    t, board, _ = tailer(home)
+    for _ in range(3):
+        t.poke()
+        t.poll_once()
+    assert board.runs[RUN].status == "queued"
+    log = build_view(board, time.time(), RUN, [], "newest", {"*"}).log
+    assert log is not None and [n.text for n in log.notes][-2:] == [
+        "its nodes held by job 12 sleep (alice, n1, 9:58 left)",
+        "its nodes held by job 13 train (bob, n2, 1:02:00 left)"]
+    assert calls.read_text().splitlines() == [f"-h -t RUNNING,COMPLETING -p debug -o {HOLDERS_FORMAT}"]
+
+    squeue_says(monkeypatch, "RUNNING")  # it runs: nothing holds it
+    t.poke()
+    t.poll_once()
+    log = build_view(board, time.time(), RUN, [], "newest", {"*"}).log
+    assert log is not None and not any(n.text.startswith("its nodes held") for n in log.notes)

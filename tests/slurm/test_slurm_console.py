@@ -3,11 +3,15 @@ then finished with its accuracy in the row."""
 
 from __future__ import annotations
 
+import getpass
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from slurm_cluster import Cluster
 from slurm_helpers import DIGITS, cli, fill_nodes, launch, row
+from textual.widgets import Static
 from textual.widgets.data_table import CellDoesNotExist
 
 from trainconsole.console.app import TrainConsole
@@ -16,6 +20,13 @@ from trainconsole.console.widgets.run_log import RunLog
 from trainconsole.console.widgets.runs_table import RunsTable
 
 pytestmark = pytest.mark.slow
+
+
+def log_text(app: TrainConsole) -> str:
+    """The log pane's notes as the terminal shows them."""
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(app.main.query_one("#log-text", Static).content)
+    return console.export_text()
 
 
 async def test_the_console_follows_a_slurm_run_to_its_end(cluster: Cluster, home: Path) -> None:
@@ -48,7 +59,7 @@ async def test_the_console_follows_a_slurm_run_to_its_end(cluster: Cluster, home
 
 
 async def test_a_waiting_job_shows_slurms_reason_in_its_status_cell(cluster: Cluster, home: Path) -> None:
-    fill_nodes(cluster)
+    holders = fill_nodes(cluster)
     run_id = launch(DIGITS, "--slurm")
     app = TrainConsole(home=home, sampler=SimulatedGpus(0), config_path=Path(DIGITS))
     async with app.run_test(size=(160, 40)) as pilot:
@@ -66,4 +77,10 @@ async def test_a_waiting_job_shows_slurms_reason_in_its_status_cell(cluster: Clu
             await pilot.pause(0.1)
         assert status() in ("queued: Resources", "queued: Priority")
         assert row(run_id)["slurm"]["reason"] in status()  # the word `ls` gives
+        held = [f"its nodes held by job {job} wrap ({getpass.getuser()}, " for job in holders]
+        for _ in range(100):  # squeue's view of who holds the nodes, in the log pane (no second terminal)
+            if all(line in log_text(app) for line in held):
+                break
+            await pilot.pause(0.1)
+        assert all(line in log_text(app) for line in held), log_text(app)
     assert cli("kill", run_id).returncode == 0

@@ -231,6 +231,9 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
         if run.status == "lost":
             notes.append(Note(run.t_last or now, "error", "lost: the process is gone without a final event",
                               "see stderr.log in the run directory; r resumes from the last checkpoint"))
+        if run.status == "queued":  # what holds the nodes its Slurm job waits for (squeue's, the reader's)
+            live = run.slurm_job.get("live") if isinstance(run.slurm_job.get("live"), dict) else {}
+            notes += [Note(now, "info", f"its nodes held by {line}") for line in live.get("waits_for") or []]
         view.log = LogView(f"log: {label(run)} ({run.status}){slurm_job(run.slurm_job)}", notes, run.failure,
                            run.t_first)
         view.mem = MemView(label(run), run.mem)

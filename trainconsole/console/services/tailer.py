@@ -302,11 +302,14 @@ class Tailer:
     @staticmethod
     def _live_fields(place: places.Place, info: dict) -> dict | None:
         """What `ls` shows of a waiting or running run's place now (`Place.row_fields`: a Slurm job's
-        partition, nodes, time limit and time left, as squeue says them), kept under `LIVE` in its facts
-        for the log pane; None once the run has ended (run.json's own facts say it) or its place has none."""
+        partition, nodes, time limit and time left, as squeue says them) and, while it waits, what holds
+        what it waits for (`Place.waits_for`, as `waits_for`), kept under `LIVE` in its facts for the log
+        pane; None once the run has ended (run.json's own facts say it) or its place has none."""
         if place.info_key is None or place.info_key not in info or not place.watched(info):
             return None
-        return place.row_fields(info, "queued" if in_queue(info) else "running", [])
+        fields = place.row_fields(info, "queued" if in_queue(info) else "running", [])
+        waits = place.waits_for(info)  # what holds the nodes it waits for (squeue's view, bounded)
+        return fields if fields is None or not waits else {**fields, "waits_for": waits}
 
     def _refresh_info(self, t: TrackedRun) -> bool:
         try:

@@ -80,6 +80,11 @@ class Place:
         """What an `ls` row shows of the place, under its `info_key` (None: nothing)."""
         return None
 
+    def waits_for(self, info: Info) -> list[str]:
+        """What holds what a waiting run waits for, one line each, in the place's words (a scheduler's jobs
+        on the nodes it waits for); [] when it does not wait, or the place cannot say."""
+        return []
+
 
 @dataclass(frozen=True)
 class Registration:

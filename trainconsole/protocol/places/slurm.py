@@ -30,6 +30,7 @@ from .slurm_end import Ending
 from .slurm_queue import (  # noqa: F401 - (the place's readers and control side name them here)
     CANCELLED,
     ENV_POLL,
+    HOLDERS,
     OUTPUT,
     PENDING,
     POLL_S,
@@ -39,6 +40,7 @@ from .slurm_queue import (  # noqa: F401 - (the place's readers and control side
     SCRIPT,
     SQUEUE_FORMAT,
     SQUEUE_TIMEOUT_S,
+    Holder,
     Job,
     Scheduler,
     _client,
@@ -381,6 +383,19 @@ class Slurm(Place):
     def row_fields(self, info: Info, status: str, events: list[Event]) -> dict[str, Any] | None:
         """Its job, nodes and Slurm's reason."""
         return row_fields(info, status, events)
+
+    def waits_for(self, info: Info) -> list[str]:
+        """While its job waits: the jobs running on its partition's nodes (`holders`)."""
+        return [str(h) for h in holders(info)]
+
+
+def holders(info: dict[str, Any]) -> list[Holder]:
+    """The jobs (anyone's) that hold the nodes of the partition the run's job waits for, as squeue shows
+    them; [] unless its job is pending (one bounded squeue a partition, kept for every run: `HOLDERS`)."""
+    found = job(info)
+    if found is None or not found.pending or not found.partition:
+        return []
+    return [h for h in HOLDERS.of(found.partition) if h.job_id != found.job_id]
 
 
 PLACE = Slurm()

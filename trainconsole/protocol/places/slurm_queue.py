@@ -217,6 +217,53 @@ def _controller_address() -> tuple[str, int]:
 
 SCHEDULER = Scheduler()
 
+#: squeue's columns for the jobs that hold a partition's nodes: id, name, user, nodes, time left.
+HOLDERS_FORMAT = "%i|%j|%u|%N|%L"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A job running on a partition's nodes, as squeue shows it (whoever's it is)."""
+
+    job_id: str
+    name: str
+    user: str
+    nodes: str
+    time_left: str
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} {self.name} ({self.user}, {self.nodes}, {self.time_left} left)"
+
+
+class Holders:
+    """The jobs that run on each partition asked about: one bounded `squeue` a partition (SQUEUE_TIMEOUT_S),
+    at most every `poll_s()`, its answer kept; none asked while the controller does not answer."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[float, list[Holder]]] = {}
+
+    def of(self, partition: str) -> list[Holder]:
+        """The jobs running on `partition`'s nodes (as last known where squeue cannot say now)."""
+        with self._lock:
+            at, jobs = self._seen.get(partition, (-1e9, []))
+            if time.time() - at <= max(poll_s(), 1.0) or SCHEDULER.unreachable:
+                return jobs
+            out = _client("squeue", "-h", "-t", "RUNNING,COMPLETING", "-p", partition, "-o", HOLDERS_FORMAT,
+                          timeout=SQUEUE_TIMEOUT_S)
+            jobs = parse_holders(out) if out is not None else jobs
+            self._seen[partition] = (time.time(), jobs)
+            return jobs
+
+
+def parse_holders(out: str) -> list[Holder]:
+    """squeue's rows (`HOLDERS_FORMAT`) as jobs, in its order."""
+    rows = [line.split("|") for line in out.splitlines()]
+    return [Holder(*parts) for parts in rows if len(parts) == HOLDERS_FORMAT.count("|") + 1]
+
+
+HOLDERS = Holders()
+
 
 def _client(*argv: str, timeout: float = 20) -> str | None:
     """A Slurm client's output; None if it is missing, fails or hangs."""
