@@ -234,8 +234,8 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
         if run.status == "queued":  # what holds the nodes its Slurm job waits for (squeue's, the reader's)
             live = run.slurm_job.get("live") if isinstance(run.slurm_job.get("live"), dict) else {}
             notes += [Note(now, "info", f"its nodes held by {line}") for line in live.get("waits_for") or []]
-        view.log = LogView(f"log: {label(run)} ({run.status}){slurm_job(run.slurm_job)}", notes, run.failure,
-                           run.t_first)
+        job = slurm_job(run.slurm_job, live=run.status in ("queued", "running"))
+        view.log = LogView(f"log: {label(run)} ({run.status}){job}", notes, run.failure, run.t_first)
         view.mem = MemView(label(run), run.mem)
         if run.search is not None:
             view.trials = TrialsView(leaderboard.rows(run.search), run.search.metric,
@@ -243,17 +243,17 @@ def build_view(board: Board, now: float, selected: str | None, marked: Iterable[
     return view
 
 
-def slurm_job(job: dict[str, Object]) -> str:
+def slurm_job(job: dict[str, Object], live: bool = True) -> str:
     """The log pane's words for a run's Slurm job (run.json `slurm`, with what squeue says now under `live`,
     which the reader adds): ` · Slurm job 7, debug, n[1-2], limit 10:00, 9:12 left` ("" for a run not sent
-    to Slurm)."""
+    to Slurm); squeue's view only while the run waits or runs (`live`)."""
     if not job.get("job_id"):
         return ""
-    live = job.get("live") if isinstance(job.get("live"), dict) else {}
-    parts = [f"Slurm job {job['job_id']}", str(live.get("partition") or job.get("partition") or ""),
-             str(live.get("nodes") or job.get("nodes") or ""),
+    now = job.get("live") if isinstance(job.get("live"), dict) and live else {}
+    parts = [f"Slurm job {job['job_id']}", str(now.get("partition") or job.get("partition") or ""),
+             str(now.get("nodes") or job.get("nodes") or ""),
              f"limit {as_squeue(str(job['time']))}" if job.get("time") else "",
-             f"{live['time_left']} left" if live.get("time_left") else ""]
+             f"{now['time_left']} left" if now.get("time_left") else ""]
     return " · " + ", ".join(p for p in parts if p)
 
 
