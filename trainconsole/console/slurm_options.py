@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+from typing import Never
 
 #: option -> (the [slurm] key, argparse type)
 OPTIONS = {"partition": ("partition", str), "nodes": ("nodes", int), "gpus-per-node": ("gpus_per_node", int),
@@ -53,3 +55,24 @@ def slurm_sets(args: argparse.Namespace) -> list[str]:
     if sets or getattr(args, "slurm", False):
         sets.insert(0, "slurm.enabled=true")
     return sets
+
+
+class _LineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> Never:
+        raise ValueError(message)
+
+
+def resume_line_sets(line: str) -> list[str]:
+    """The `--set slurm.KEY=VALUE` overrides a line of `resume`'s Slurm options asks for (the console's
+    resume form: `--time 2:00:00 --partition gpu`); ValueError names what is wrong."""
+    parser = _LineParser(prog="resume", add_help=False)
+    add_resume_options(parser)
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise ValueError(f"cannot read the options: {e}") from None
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        raise ValueError(f"not a resume option: {' '.join(extra)} (these are: "
+                         f"{', '.join('--' + flag for flag in RESUME_OPTIONS)})")
+    return resume_sets(args)

@@ -92,8 +92,12 @@ class RunCommands:
             self._confirmed(question, lambda: self._kill(found))
 
     def resume(self, found: list[RunDir]) -> None:
-        """`r`: start the runs again from their last checkpoints (more than one: after a confirm)."""
-        if len(found) == 1:
+        """`r`: start the runs again from their last checkpoints (more than one: after a confirm; a Slurm
+        run after asking for its new job's options, as `resume ID --time 2:00:00`)."""
+        slurm = (self.control.info(found[0]).get("slurm") or {}) if len(found) == 1 else {}
+        if slurm and not self.refused("resume"):
+            self._ask_slurm(found[0], slurm)
+        elif len(found) == 1:
             self._resume(found)
         elif found and not self.refused("resume"):
             self._confirmed(f"Resume {len(found)} runs from their last checkpoints?",
@@ -143,12 +147,33 @@ class RunCommands:
                 self._report(f"nothing to kill: {', '.join(idle)}", "warning")
         self._in_thread("kill_run", body)
 
-    def _resume(self, found: list[RunDir]) -> None:
-        """Start each run again from its last checkpoint; a running run or none to resume from is said."""
+    def _ask_slurm(self, run: RunDir, slurm: dict[str, Any]) -> None:
+        """The resume form of a Slurm run: its new job's options on one line (empty: as before)."""
+        from trainconsole.console.slurm_options import RESUME_OPTIONS, resume_line_sets
+        from trainconsole.console.widgets.ask_line import AskLine
+
+        def answer(line: str | None) -> None:
+            if line is None:
+                return
+            try:
+                sets = resume_line_sets(line)
+            except ValueError as e:
+                self._report(f"{run.id}: not resumed: {e}", "warning")
+                return
+            self._resume([run], sets)
+
+        old = f"--time {slurm['time']}" if slurm.get("time") else ""
+        flags = " ".join(f"--{flag}" for flag in RESUME_OPTIONS)
+        self.screen.post_message(AskLine(f"Resume {run.id}: its Slurm job's options ({flags}; empty: as "
+                                         "before)", old, answer, empty_ok=True))
+
+    def _resume(self, found: list[RunDir], slurm: list[str] | None = None) -> None:
+        """Start each run again from its last checkpoint (a Slurm run with `slurm`, its new options as
+        `--set`s); a running run or none to resume from is said."""
         def body() -> None:
             for run in found:
                 try:
-                    self.control.resume(run)
+                    self.control.resume(run, slurm=slurm or None)
                 except (protocol.RunBusy, FileNotFoundError, Refused) as e:  # a second `r`, no checkpoint
                     self._report(str(e), "warning")
                     continue
