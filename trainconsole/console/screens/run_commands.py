@@ -95,8 +95,9 @@ class RunCommands:
         """`r`: start the runs again from their last checkpoints (more than one: after a confirm; a Slurm
         run after asking for its new job's options, as `resume ID --time 2:00:00`)."""
         slurm = (self.control.info(found[0]).get("slurm") or {}) if len(found) == 1 else {}
-        if slurm and not self.refused("resume"):
-            self._ask_slurm(found[0], slurm)
+        if slurm:
+            if not self.refused("resume"):
+                self._ask_slurm(found[0], slurm)
         elif len(found) == 1:
             self._resume(found)
         elif found and not self.refused("resume"):
