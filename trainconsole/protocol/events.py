@@ -272,7 +272,17 @@ def parse_lines(lines: list[bytes]) -> tuple[list[Event], int]:
     return events, len(batch) - len(events)  # type: ignore[arg-type]
 
 
+def decode(data: bytes | str) -> object:
+    """JSON decoded by orjson where it reads it (~3x the stdlib's speed), else by the stdlib (NaN and
+    Infinity, which json.dumps writes for a diverged loss and orjson refuses); ValueError if neither can."""
+    try:
+        return fast_loads()(data)  # type: ignore[arg-type]
+    except ValueError:  # (orjson.JSONDecodeError is one)
+        return json.loads(data)
+
+
 def _loads(line: bytes, loads: Callable[[bytes], object]) -> object:
+    """`decode` of one log line, inline (a replay reads 500,000 of them), None where it is not JSON."""
     try:
         return loads(line)
     except ValueError:

@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .events import fast_loads
+from .events import decode
 
 #: (Names of their own: an older version's `index.tsv` and `index-details.tsv`, on a home shared with a
 #: host that runs it, are neither read nor overwritten.)
@@ -120,10 +120,7 @@ class Summary:
 def _decoded(text: str) -> Any:
     """JSON text decoded: by orjson where it reads it (3x the stdlib's speed: a filter decodes every
     row), else by the stdlib (NaN and Infinity, which json.dumps writes for a diverged loss)."""
-    try:
-        return fast_loads()(text)
-    except ValueError:
-        return json.loads(text)
+    return decode(text)
 
 
 def read_lines(path: Path) -> dict[str, tuple[str, ...]]:

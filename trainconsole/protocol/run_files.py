@@ -11,12 +11,11 @@ read, so a change meanwhile leaves the summary stale (and rebuilt at the next li
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
-from .events import fast_loads
+from .events import decode
 
 EVENTS, CHECKPOINTS, INFO, CONFIG = "events.jsonl", "checkpoints", "run.json", "config.toml"
 META, SUMMARY = "meta.json", "summary.json"
@@ -143,11 +142,7 @@ def loads(data: bytes | None) -> Any:
     if not data:
         return None
     try:
-        return fast_loads()(data)
-    except ValueError:
-        pass
-    try:  # orjson refuses NaN and Infinity, which json.dumps writes (a diverged loss)
-        return json.loads(data)
+        return decode(data)
     except ValueError:
         return None
 

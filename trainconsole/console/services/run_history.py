@@ -26,7 +26,7 @@ from typing import Any
 from trainconsole.console.core import snapshot
 from trainconsole.console.core.run_state import RunState
 from trainconsole.protocol import RunDir
-from trainconsole.protocol.events import fast_loads
+from trainconsole.protocol.events import decode
 
 NAME = "history.json"
 VERSION = 1
@@ -105,10 +105,7 @@ def read(run: RunDir, size: int) -> Kept | None:
 def _loads(body: bytes) -> Any:
     """The body: orjson's parse where it can (~3x the stdlib's here), else the stdlib's (NaN and Infinity,
     which orjson refuses)."""
-    try:
-        return fast_loads()(body)
-    except ValueError:  # (orjson.JSONDecodeError is one)
-        return json.loads(body)
+    return decode(body)
 
 
 def _probes(run: RunDir, offset: int) -> tuple[str, str]:
