@@ -53,8 +53,13 @@ def cmd_ls(args: argparse.Namespace) -> int:
     if args.csv:
         print(ls_csv([s.row for s in found]), end="")
         return 0
-    print(render.json_rows(found)
-          if args.json else render.table([s.row for s in found], empty_ls(args)))
+    if args.json:  # (bytes as they lie in the index: 70 MB for 100,000 runs, never decoded)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(render.json_rows(found))
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.buffer.flush()
+        return 0
+    print(render.table([s.row for s in found], empty_ls(args)))
     return 0
 
 

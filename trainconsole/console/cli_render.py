@@ -166,9 +166,9 @@ class Progress:
         self.out.flush()
 
 
-def json_rows(summaries: list[Summary]) -> str:
-    """`ls --json`: a JSON array of the summaries' rows, one per line, copied out of the run index's
-    rows file as they lie there (`index_file.joined_rows`)."""
+def json_rows(summaries: list[Summary]) -> bytes:
+    """`ls --json`: a JSON array of the summaries' rows, one per line (UTF-8), copied out of the run
+    index's rows file as they lie there (`index_file.joined_rows`)."""
     from trainconsole.protocol.index_file import joined_rows
 
     return joined_rows(summaries)

@@ -26,7 +26,7 @@ from typing import Any
 from . import places, run_files
 from .events import FINAL
 from .index_check import STALE, WANTED, verdicts
-from .index_file import FACTS, IndexFiles, Summary
+from .index_file import FACTS, IndexFiles, Summary, WholeRows
 from .index_rows import (  # noqa: F401 (the index's derivation, named here as callers have named it: index.row)
     ROW_FIELDS,
     TAIL_BYTES,
@@ -104,9 +104,19 @@ def _summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None,
                wanted: Callable[[Summary], bool] | None) -> list[Summary]:
     index = files(home)
     old = index.load()
-    paths = _run_paths(home) if runs is None else [os.fspath(r.path) for r in runs]
-    ids = [path.rpartition("/")[2] for path in paths]
+    if runs is None:
+        ids, root = _run_names(home), os.fspath(home / "runs")
+        paths = [f"{root}/{name}" for name in ids]
+    else:
+        paths = [os.fspath(r.path) for r in runs]
+        ids = [path.rpartition("/")[2] for path in paths]
     judged = verdicts(paths, [old.get(i) for i in ids], wanted)
+    if runs is None and STALE not in judged and len(ids) == len(old):  # the index holds, whole (the
+        # ids are old's, each once): nothing to derive, keep or drop
+        if wanted is None and ids == list(old):  # (in the index's order: copied out as one piece)
+            return WholeRows(old)
+        picked = [old[i] for i in ids]
+        return picked if wanted is None else [s for s, v in zip(picked, judged, strict=True) if v == WANTED]
     derived = derive([p for p, verdict in zip(paths, judged, strict=True) if verdict == STALE], status_of)
     kept: dict[str, Summary] = {} if runs is None else dict(old)
     out: list[Summary] = []
@@ -182,13 +192,13 @@ def keeps_row(ls_row: dict[str, Any], key: str) -> bool:
     return not late or time.time() - (ls_row.get("ended_at") or 0.0) >= late
 
 
-def _run_paths(home: Path) -> list[str]:
+def _run_names(home: Path) -> list[str]:
+    """The names in the home's `runs`, sorted (oldest first). Not only directories: a name that is not
+    a run's directory has no fingerprint, so it is looked at (`run_files.look`) and left out."""
     try:
-        names = sorted(e.name for e in os.scandir(home / "runs") if e.is_dir())
+        return sorted(os.listdir(home / "runs"))
     except OSError:
         return []
-    root = os.fspath(home / "runs")
-    return [f"{root}/{name}" for name in names]
 
 
 def forget(home: Path, run_id: str) -> None:
