@@ -25,7 +25,6 @@ from trainconsole.protocol import device_publish, host_devices
 from trainconsole.protocol.host_devices import HostSnapshot
 from trainconsole.protocol.places import host as hosts
 
-from .core.board import human_bytes
 
 MIB = 1 << 20
 OTHER = "other"
@@ -119,6 +118,8 @@ def _processes(snap: HostSnapshot, gpu: Any) -> list[dict[str, Any]]:
 
 def lines(snap: HostSnapshot, now: float, here: str) -> list[str]:
     """A host as text: a heading (age, free memory), then a line per GPU and its runs' shares."""
+    from .core.board import human_bytes  # (here: the board's imports are not the CLI parser's)
+
     age = f"{snap.age(now):.0f}s ago" + (" (stale: silent longer than a heartbeat may be)" if snap.stale(now)
                                          else "")
     mem = snap.memory

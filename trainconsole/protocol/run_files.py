@@ -19,6 +19,8 @@ from .events import decode
 
 EVENTS, CHECKPOINTS, INFO, CONFIG = "events.jsonl", "checkpoints", "run.json", "config.toml"
 META, SUMMARY = "meta.json", "summary.json"
+#: Bytes per read of a run's small file.
+READ = 1 << 16
 
 
 @dataclass
@@ -126,9 +128,9 @@ def _read(parent: int, name: str) -> bytes | None:
     except OSError:
         return None
     try:
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
+        chunks = [os.read(fd, READ)]
+        while len(chunks[-1]) == READ:  # (a shorter read of a regular file is its end: one read a file)
+            chunks.append(os.read(fd, READ))
         return b"".join(chunks)
     except OSError:
         return None
