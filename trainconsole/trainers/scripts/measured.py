@@ -125,6 +125,9 @@ class Measured:
                 self.take(stream, first, final)
             elif first:  # its stamp comes with its own newline: the empty line after this one
                 self.torn[key] = first
+            line, rest = self._ended_first(key, line)
+            if rest:  # another process's text, whose newline (and stamp) comes next: that empty line
+                self.torn[key] = rest
         stamp = self._match(key, line) if final else None
         if stamp is None:
             return self.active  # another program's line, or a bar's state: the probe has the figures
@@ -208,6 +211,21 @@ class Measured:
                 if len(s.head) >= TORN_HEAD and (lead is None or s.pid != lead.pid)]
         at = min((i for i in cuts if i > 0), default=0)
         return (line[:at], lead is not None, line[at:]) if at else ("", False, line)
+
+    def _ended_first(self, stream: str, line: str) -> tuple[str, str]:
+        """(LINE, ""), or (a process's whole line, another's text after it) where the newline read was the
+        first process's and the other's comes later (`A-text`, `B-text`, `\n`, `\n` on one pipe, read
+        before B's stamp came): a stamp's head shorter than HEAD is its whole line, so what follows it on
+        the line is another process's. A line with a stamp of its very head is whole."""
+        stamps = self.stamps.get(stream)
+        if not stamps or len(line) <= TORN_HEAD:
+            return line, ""
+        window, head = list(stamps)[:WINDOW], line[:HEAD]
+        if any(s.head == head for s in window):
+            return line, ""
+        lead = next((s for s in window if TORN_HEAD <= len(s.head) < min(HEAD, len(line))
+                     and line.startswith(s.head)), None)
+        return (line[:len(lead.head)], line[len(lead.head):]) if lead else (line, "")
 
     def _match(self, stream: str, line: str) -> Stamp | None:
         """The oldest stamp of STREAM whose head is the line's; earlier stamps of its process are gone."""
