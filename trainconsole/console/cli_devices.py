@@ -25,7 +25,6 @@ from trainconsole.protocol import device_publish, host_devices
 from trainconsole.protocol.host_devices import HostSnapshot
 from trainconsole.protocol.places import host as hosts
 
-
 MIB = 1 << 20
 OTHER = "other"
 

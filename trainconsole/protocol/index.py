@@ -148,7 +148,8 @@ def derive(paths: list[str], status_of: StatusOf) -> dict[str, Summary | None]:
     with multiprocessing.get_context(start).Pool(workers) as pool:
         chunk = max(1, len(paths) // (workers * 8))  # small enough that a core left idle is soon fed
         found = pool.map(functools.partial(_derived_parts, status_of=status_of), paths, chunksize=chunk)
-    return {path: None if got is None else Summary(*got) for path, got in zip(paths, found, strict=True)}
+    return {path: None if got is None else Summary.derived(*got)
+            for path, got in zip(paths, found, strict=True)}
 
 
 def _derived_parts(path: str, status_of: StatusOf) -> tuple[Any, ...] | None:
@@ -157,7 +158,7 @@ def _derived_parts(path: str, status_of: StatusOf) -> tuple[Any, ...] | None:
     found = _derived(path, status_of)
     if found is None:
         return None
-    return found.id, found.key, found.row_text, found.details_text, None, found.facts_text, found.keep
+    return found.id, found.key, found.row_bytes, found.details_text, found.facts_text, found.keep
 
 
 def _derived(path: str, status_of: StatusOf) -> Summary | None:

@@ -49,6 +49,21 @@ class Summary:
         self._details_text, self._facts_text, self._fetch = details_text, facts_text, fetch_part
         self._config_text: str | None = None
 
+    @classmethod
+    def derived(cls, run_id: str, key: str, row: bytes, details_text: str, facts_text: str,
+                keep: bool | None) -> Summary:
+        """A summary a pool's process derived and handed back as bytes and texts (`index.derive`): its
+        row as the UTF-8 bytes `ls --json` prints (encoded there, in parallel, once)."""
+        return cls(run_id, key, None, details_text, None, facts_text, keep, (row, 0, len(row)))
+
+    @property
+    def row_bytes(self) -> bytes:
+        """The `ls` row as UTF-8 JSON bytes."""
+        if self._row_text is None and self._row_at is not None:
+            data, start, end = self._row_at
+            return data if start == 0 and end == len(data) else data[start:end]
+        return self.row_text.encode()
+
     @property
     def row_text(self) -> str:
         """The `ls` row as JSON text (cut from the index's rows when read from there)."""
@@ -172,7 +187,8 @@ def read_details(path: Path) -> dict[str, tuple[str, ...]]:
         return {}
     try:
         return {run_id: (key, best, configs[int(n)]) if n else (key, best)
-                for run_id, key, best, n in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4])}
+                for run_id, key, best, n in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4],
+                                                strict=False)}  # (the first has the empty rest)
     except (ValueError, IndexError):
         return {}
 
@@ -219,14 +235,15 @@ def read_rows(path: Path, fetch_part: Callable[[Summary, str], str]) -> dict[str
             return {}
         return {run_id: Summary(run_id, key, None, None, fetch_part, None, True,
                                 (data, int(start) + base, int(end) + base))
-                for run_id, key, start, end in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4])}
+                for run_id, key, start, end in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4],
+                                                   strict=False)}  # (the first has the empty rest)
     except (OSError, ValueError, IndexError):
         return {}
 
 
 def write_rows(path: Path, summaries: dict[str, Summary]) -> None:
     """Replace the rows file with these summaries' rows (atomically, as `write_lines`)."""
-    texts = [s.row_text.encode() for s in summaries.values()]
+    texts = [s.row_bytes for s in summaries.values()]
     keys, at = [], 2  # (after the array's "[\n")
     for (run_id, summary), text in zip(summaries.items(), texts, strict=True):
         keys.append(f"{run_id}\t{summary.key}\t{at}\t{at + len(text)}\n")
@@ -279,7 +296,7 @@ def joined_rows(summaries: list[Summary]) -> bytes:
             pieces.append(span[0][span[1]:span[2]])
         span = at
         if at is None:
-            pieces.append(summary.row_text.encode())
+            pieces.append(summary.row_bytes)
     if span is not None:
         pieces.append(span[0][span[1]:span[2]])
     return b"[\n" + b",\n".join(pieces) + b"\n]" if pieces else b"[]"
