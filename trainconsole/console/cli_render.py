@@ -6,7 +6,6 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from trainconsole.console.core.board import human_bytes
 from trainconsole.protocol import Event, RunDir
 from trainconsole.protocol.lost import stderr_cause
 from trainconsole.protocol.run_row import status_label
@@ -39,6 +38,8 @@ def table(rows: list[dict[str, Any]], empty: str = NO_RUNS) -> str:
 
 
 def _cells(row: dict[str, Any]) -> tuple[str, ...]:
+    from trainconsole.console.core.board import human_bytes  # (here: `ls --json` needs none of the board)
+
     last = row.get("last") or {}
     started = row.get("started_at")
     return (
