@@ -224,3 +224,44 @@ def test_a_diverged_loss_s_line_is_an_event_for_every_reader(tmp_path: Path) -> 
     log = tmp_path / "events.jsonl"
     log.write_bytes(b"\n".join(lines) + b"\n")
     assert [e["step"] for e in event_log.tail(log)] == [e["step"] for e in event_log.read_all(log)] == [1, 2]
+
+
+def test_a_taken_message_wakes_the_thread_only_for_what_was_read_meanwhile(tmp_path: Path) -> None:
+    """Issue 47: the app's `taken` let the thread read again at once after every message, so it read at
+    twice its pace, each read a few milliseconds' events. It now waits for its poll, unless something read
+    while the message was in flight waits to go."""
+    run = write_run(tmp_path, "r-0010", [{"t": T0, "type": "started"}])
+    messages: list[RunsRead] = []
+    t = Tailer(tmp_path, messages.append, poll=0.05, hold=0.0)  # (the test takes the messages itself)
+    passes = []
+    poll_once = t.poll_once
+
+    def counted() -> tuple[bool, bool]:
+        passes.append(time.monotonic())
+        return poll_once()
+
+    t.poll_once = counted  # type: ignore[method-assign]
+    t.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not messages and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(messages) == 1  # in flight: not taken yet
+        with open(run.events, "ab") as f:
+            f.write(line("r-0010", type="step", step=1, loss=0.5))
+        while len(passes) < 4 and time.monotonic() < deadline:  # read meanwhile: it waits to go
+            time.sleep(0.01)
+        t.poll = 30.0  # (from now on only `taken` can wake the thread before the test ends)
+        time.sleep(0.1)
+        assert len(messages) == 1
+        t.taken()
+        while len(messages) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(messages) == 2 and messages[1].updates["r-0010"].events[0]["step"] == 1
+        time.sleep(0.1)
+        before = len(passes)
+        t.taken()  # nothing waits: the thread sleeps on until its poll
+        time.sleep(0.3)
+        assert len(passes) == before and len(messages) == 2
+    finally:
+        t.stop()

@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 
 DEVICES_S = 0.5  # NVML at 2 Hz
 FULL_GC_AFTER = 100  # middle-generation passes between full ones, once every history is read (Python: 10)
+#: Allocations between young passes, once every history is read (Python: 700). Live at 10,000 events/s the
+#: young passes came ~95 times a second, so the full one (60-160 ms, holding both threads) every ~12 s:
+#: one fell in most measured windows, and was the lag's p99 (benchmarks/console_live.py, issue 47).
+YOUNG_GC_AFTER = 7000
 BELL_ENV = "TRAINCONSOLE_BELL"
 
 
@@ -193,8 +197,8 @@ class TrainConsole(App[None]):
                 # passes left (20-45 ms over what came since) then came every ~5 s: one in ten as many
                 # (p99 ~100 -> ~95 ms, with TEXTUAL_FPS above).
                 gc.freeze()
-                young, middle, _ = gc.get_threshold()
-                gc.set_threshold(young, middle, FULL_GC_AFTER)
+                _, middle, _ = gc.get_threshold()
+                gc.set_threshold(YOUNG_GC_AFTER, middle, FULL_GC_AFTER)
         self.loaded = self.loaded or message.loaded
         live = [r for r in self.board.runs.values() if r.status == "running"]
         self.leaders = {r.id: (r.pid, r.pid_started) for r in live}  # a new dict: the sampler's to read
@@ -223,7 +227,8 @@ class TrainConsole(App[None]):
         for run in self.board.runs.values():
             if run.status == "running":
                 self.board.touch(run.id)  # elapsed time moves on
-        self._board_changed()
+        if self.dashboard and self.screen_stack:
+            self.main.frames.schedule_soon()  # (with the next read's frame, if one comes soon)
 
     def _board_changed(self) -> None:
         if self.dashboard and self.screen_stack:

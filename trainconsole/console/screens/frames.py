@@ -24,11 +24,15 @@ if TYPE_CHECKING:
     from trainconsole.console.screens.feeds import Feeds
     from trainconsole.console.screens.panes import Panes
 
-#: At most ~33 frames a second, and none when nothing changed: an event waits at most this long for its
-#: frame once the tailer has read it, and a frame that is due is drawn at once (benchmarks/console_live.py:
-#: 0.05 -> 0.03 took the lag's p99 from ~66 to ~52 ms at 20 runs x 500 events/s, ~68 to ~41 ms at 25
-#: events/s, for 0-3 more points of a core).
-FRAME_S = 0.03
+#: At most 40 frames a second, and none when nothing changed: a frame that is due is drawn at once
+#: (benchmarks/console_live.py: 0.05 -> 0.03 took the lag's p99 from ~66 to ~52 ms at 20 runs x 500
+#: events/s, ~68 to ~41 ms at 25 events/s, for 0-3 more points of a core). The tailer reads every 30 ms
+#: (tailer.POLL_S) and each read's frame is drawn as it is taken: a little less here, so that a read that
+#: comes a millisecond early is not put on a timer (which waited ~10 ms more), issue 47.
+FRAME_S = 0.025
+#: The clock's tick (elapsed times) is drawn with the next read's frame, or after this long without one: a
+#: frame of its own just before a read put that read's frame FRAME_S behind it.
+TICK_S = 0.05
 PLOT_S = 0.5  # the plot (the costliest pane) about twice a second
 PLOT_AFTER_S = FRAME_S / 4  # after the frame's own render
 
@@ -56,6 +60,7 @@ class Frames:
         self.select_next: str | None = None  # a run to put the cursor on once its row is drawn
         self._force: set[str] = {"*"}
         self._frame_timer: object | None = None
+        self._tick_timer: Timer | None = None  # the clock tick's frame, unless a read's comes first
         self._last_frame = self._plot_next = 0.0
         self._plot_timer: Timer | None = None  # the plot's next drawing
         self._plot_aligned = False  # (that timer is just after a frame, not at the plot's time)
@@ -75,6 +80,15 @@ class Frames:
                 self.screen.app.call_later(self.draw_frame)
             else:
                 self._frame_timer = self.screen.set_timer(wait, self.draw_frame)
+
+    def schedule_soon(self) -> None:
+        """Draw what changed with the next frame, or in TICK_S if none comes by then (the clock's tick)."""
+        if self._frame_timer is None and self._tick_timer is None:
+            self._tick_timer = self.screen.set_timer(TICK_S, self._tick_due)
+
+    def _tick_due(self) -> None:
+        self._tick_timer = None
+        self.schedule()
 
     def redraw(self) -> None:
         """The user changed what is shown: redraw everything, the plot without waiting."""
@@ -107,6 +121,9 @@ class Frames:
     def draw_frame(self) -> None:
         """Put what changed since the last frame on screen (normally at most every FRAME_S)."""
         self._frame_timer, self._last_frame = None, time.monotonic()
+        if self._tick_timer is not None:  # (this frame draws what the tick changed)
+            self._tick_timer.stop()
+            self._tick_timer = None
         panes = self._drawable()
         if panes is None:
             return

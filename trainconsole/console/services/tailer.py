@@ -39,8 +39,11 @@ BUDGET = 4 * CHUNK
 #: Events waiting for the app beyond which the thread stops reading until the app has taken them.
 MAX_PENDING = 200_000
 LAUNCH_GRACE_S = 10.0
-#: How often the live runs' logs are read: an event's wait before the frame that shows it (frames.py).
-POLL_S = 0.015
+#: How often the live runs' logs are read: an event's wait before the frame that shows it, which is drawn as
+#: soon as the read is taken (frames.py: FRAME_S apart). Read at the frames' own pace, an event waits for
+#: one or the other, not for both (15 ms reads, woken after each message too, left a frame up to 30 ms
+#: behind each read: benchmarks/console_live.py, issue 47).
+POLL_S = 0.03
 #: After new runs' rows go out, their histories wait this long: the rows are drawn before they compete.
 HOLD_S = 0.3
 #: Summarized runs whose files are checked for a change per scan (all of them, in turn).
@@ -76,6 +79,7 @@ class Tailer:
         self._checked = 0  # where the next scan's check of summarized runs starts
         self._pending: dict[str, RunUpdate] = {}
         self._in_flight, self._announced = threading.Event(), False
+        self._held = threading.Event()  # something read waits for the message in flight to be taken
         self._wake, self._stop = threading.Event(), threading.Event()
         self._next_scan = 0.0
         self._index: dict[str, Summary] | None = None  # the run index, read at the first scan only
@@ -109,9 +113,12 @@ class Tailer:
         self._wake.set()
 
     def taken(self) -> None:
-        """The app has applied the last `RunsRead`: the next may go (called on the app's thread)."""
+        """The app has applied the last `RunsRead`: the next may go (called on the app's thread), at once if
+        something read waits for it, else at the next poll (waking the thread after every message read the
+        logs twice as often as POLL_S, each read a few milliseconds' events: CPU, and frames out of step)."""
         self._in_flight.clear()
-        self._wake.set()
+        if self._held.is_set():
+            self._wake.set()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -153,7 +160,10 @@ class Tailer:
         """Merge into what waits for the app, and post it unless a message is still in the app's queue."""
         merge(self._pending, news)
         fresh = loaded and not self._announced
+        if self._pending or fresh:
+            self._held.set()  # (before the check: a `taken` in between then still wakes the thread)
         if (self._pending or fresh) and not self._in_flight.is_set():
+            self._held.clear()
             self._in_flight.set()
             updates, self._pending = self._pending, {}
             self._announced = self._announced or loaded
