@@ -159,19 +159,23 @@ def test_one_look_sizes_and_fingerprints_a_run_as_the_walk_does(tmp_path: Path) 
 
 def test_a_warm_listing_copies_the_rows_file_as_it_lies_and_only_while_it_holds(tmp_path: Path) -> None:
     """A warm listing of a whole home hands back the rows file's array at once (`WholeRows`): the same
-    bytes as the rows joined one by one, and as a cold listing prints; a list reordered after, or a
-    listing with one run changed, is joined from its rows, never copied whole."""
+    bytes as the rows joined one by one, and as a cold listing prints, its summaries made only when asked
+    for; the same summaries in another order, or a listing with one run changed, are joined from their
+    rows, never copied whole."""
     home = tmp_path / "home"
     for i in range(5):
         make_run(home, f"r{i}")
     cold = index_file.joined_rows(listing(home))
     warm = index.summaries(home, runs.status)
-    assert isinstance(warm, index_file.WholeRows) and warm.untouched()
+    assert isinstance(warm, index_file.WholeRows) and warm.rows._made == [None] * 5  # (none made yet)
     assert index_file.joined_rows(warm) == cold == index_file.joined_rows(list(warm))
-    assert json.loads(cold) == [s.row for s in listing(home)] and len(json.loads(cold)) == 5
-    warm.reverse()  # (a caller's own order: the file's array is no longer the list's)
-    assert [r["id"] for r in json.loads(index_file.joined_rows(warm))] == ["r4", "r3", "r2", "r1", "r0"]
+    assert json.loads(cold) == [s.row for s in warm] == [s.row for s in listing(home)] and len(warm) == 5
+    assert [s.id for s in warm[1:3]] == ["r1", "r2"] and warm[-1] is warm[4] and warm[4].id == "r4"
+    backwards = list(reversed(warm))  # (a caller's own order: the file's array is not the list's)
+    assert [r["id"] for r in json.loads(index_file.joined_rows(backwards))] == ["r4", "r3", "r2", "r1", "r0"]
     update_meta(RunDir(home / "runs" / "r2"), lambda m: {**m, "note": "changed"})
     changed = index.summaries(home, runs.status)
     assert not isinstance(changed, index_file.WholeRows)
     assert [r["note"] for r in json.loads(index_file.joined_rows(changed))] == ["", "", "changed", "", ""]
+    wanted = parse("r3").matches  # a filter over a whole index that holds: only the summaries it wants
+    assert [s.id for s in index.summaries(home, runs.status, wanted=wanted)] == ["r3"]

@@ -11,6 +11,8 @@ from trainconsole.protocol.lost import stderr_cause
 from trainconsole.protocol.run_row import status_label
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from trainconsole.protocol.index_file import Summary
 
 #: Fields written for people (a failure's cause, a warning's message, their hints): never shortened.
@@ -167,7 +169,7 @@ class Progress:
         self.out.flush()
 
 
-def json_rows(summaries: list[Summary]) -> bytes:
+def json_rows(summaries: Sequence[Summary]) -> bytes:
     """`ls --json`: a JSON array of the summaries' rows, one per line (UTF-8), copied out of the run
     index's rows file as they lie there (`index_file.joined_rows`)."""
     from trainconsole.protocol.index_file import joined_rows

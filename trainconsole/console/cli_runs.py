@@ -7,6 +7,8 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from trainconsole.control import Control
     from trainconsole.protocol import Event, RunDir
     from trainconsole.protocol.index import Summary
@@ -52,7 +54,7 @@ def ambiguous(door: Control, run_id: str) -> str | None:
             f"({', '.join(hits[:3])}{more}); give more of it")
 
 
-def matching(expr: str, found: list[RunDir] | None = None) -> list[Summary]:
+def matching(expr: str, found: list[RunDir] | None = None) -> Sequence[Summary]:
     """The index summaries of the runs (all, or `found`) that pass a filter (a bad one: exit 2)."""
     from .filters import FilterError, parse
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,7 +207,7 @@ class Control:
     # -- many runs: the index, delete, prune, tags and notes (issue 26) ---------------------------------
 
     def summaries(self, found: list[RunDir] | None = None,
-                  wanted: Callable[[index.Summary], bool] | None = None) -> list[index.Summary]:
+                  wanted: Callable[[index.Summary], bool] | None = None) -> Sequence[index.Summary]:
         """Each run's summary (its `ls` row, best metrics, config keys), read from the run index where it
         is still true; every run of the home when `found` is None; only those `wanted` wants (a filter)."""
         return runs.summaries(self.home, found, wanted)

@@ -12,7 +12,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +165,7 @@ def summary(run: RunDir) -> dict[str, Any]:
 
 
 def summaries(root: Path, found: list[RunDir] | None,
-              wanted: Callable[[index.Summary], bool] | None = None) -> list[index.Summary]:
+              wanted: Callable[[index.Summary], bool] | None = None) -> Sequence[index.Summary]:
     """Each run's summary (its `ls` row, best metrics, config keys: every run's when `found` is None),
     from the run index where it is still true; only those `wanted` wants (a filter)."""
     return index.summaries(root, status, found, wanted)

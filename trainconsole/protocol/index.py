@@ -19,7 +19,7 @@ import gc
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ def save(home: Path, summaries: dict[str, Summary]) -> None:
 
 
 def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None,
-              wanted: Callable[[Summary], bool] | None = None) -> list[Summary]:
+              wanted: Callable[[Summary], bool] | None = None) -> Sequence[Summary]:
     """Each run's summary (every run of the home, oldest first, when `runs` is None), from the index
     where its fingerprint still matches, else derived now (and kept in the index when the run has ended
     and its files are settled); `wanted` (a filter): only those it wants, tested as the index is checked.
@@ -101,22 +101,24 @@ def summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None = None,
 
 
 def _summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None,
-               wanted: Callable[[Summary], bool] | None) -> list[Summary]:
+               wanted: Callable[[Summary], bool] | None) -> Sequence[Summary]:
     index = files(home)
-    old = index.load()
+    rows = index.rows()  # (its summaries are made only where asked for)
     if runs is None:
         ids, root = _run_names(home), os.fspath(home / "runs")
         paths = [f"{root}/{name}" for name in ids]
     else:
         paths = [os.fspath(r.path) for r in runs]
         ids = [path.rpartition("/")[2] for path in paths]
-    judged = verdicts(paths, [old.get(i) for i in ids], wanted)
-    if runs is None and STALE not in judged and len(ids) == len(old):  # the index holds, whole (the
-        # ids are old's, each once): nothing to derive, keep or drop
-        if wanted is None and ids == list(old):  # (in the index's order: copied out as one piece)
-            return WholeRows(old)
-        picked = [old[i] for i in ids]
-        return picked if wanted is None else [s for s, v in zip(picked, judged, strict=True) if v == WANTED]
+    whole = ids == rows.ids  # the home's runs are the index's, in its order (so each once)
+    where = range(len(ids)) if whole else [rows.position.get(i) for i in ids]
+    keys = rows.keys if whole else [None if n is None else rows.keys[n] for n in where]
+    judged = verdicts(paths, keys, wanted, lambda i: rows.summary(where[i]))
+    if runs is None and whole and STALE not in judged:  # the index holds, whole: nothing to derive, keep
+        if wanted is None:  # or drop; copied out as one piece
+            return WholeRows(rows)
+        return [rows.summary(n) for n, verdict in enumerate(judged) if verdict == WANTED]
+    old = rows.summaries()
     derived = derive([p for p, verdict in zip(paths, judged, strict=True) if verdict == STALE], status_of)
     kept: dict[str, Summary] = {} if runs is None else dict(old)
     out: list[Summary] = []

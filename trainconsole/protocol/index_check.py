@@ -24,13 +24,15 @@ SHARE_FROM = 10_000
 STALE, HOLDS, WANTED = 0, 1, 2
 
 
-def verdicts(paths: Sequence[str], entries: Sequence[Summary | None],
-             wanted: Callable[[Summary], bool] | None = None) -> bytes:
-    """One verdict per run (`paths[i]`, its index entry `entries[i]` or None): STALE, HOLDS or WANTED
-    (WANTED only where `wanted` is given and wants it; where it is not given, every entry that holds)."""
+def verdicts(paths: Sequence[str], keys: Sequence[str | None],
+             wanted: Callable[[Summary], bool] | None = None,
+             entry: Callable[[int], Summary] | None = None) -> bytes:
+    """One verdict per run (`paths[i]`, the fingerprint its index entry holds `keys[i]`, None: no entry):
+    STALE, HOLDS or WANTED (WANTED only where `wanted` is given and wants the entry, `entry(i)`; where it
+    is not given, every entry that holds)."""
     n = len(paths)
     if n < SHARE_FROM or (os.cpu_count() or 1) < 2 or threading.active_count() > 1:
-        return bytes(judge(paths, entries, wanted))
+        return bytes(judge(paths, keys, wanted, entry))
     half = n // 2
     read, write = os.pipe()
     pid = os.fork()
@@ -39,36 +41,37 @@ def verdicts(paths: Sequence[str], entries: Sequence[Summary | None],
         try:
             os.close(read)
             gc.disable()  # (a collection would touch, and so copy, every object the parent holds)
-            _write_all(write, bytes(judge(paths[half:], entries[half:], wanted)))
+            theirs = judge(paths[half:], keys[half:], wanted, entry and (lambda i: entry(half + i)))
+            _write_all(write, bytes(theirs))
             code = 0
         finally:
             os._exit(code)
     os.close(write)
-    mine = judge(paths[:half], entries[:half], wanted)
+    mine = judge(paths[:half], keys[:half], wanted, entry)
     theirs = _read_all(read)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
     if len(theirs) != n - half:  # the child failed: its share is judged here
-        return bytes(mine + judge(paths[half:], entries[half:], wanted))
+        return bytes(mine + judge(paths[half:], keys[half:], wanted, entry and (lambda i: entry(half + i))))
     return bytes(mine + theirs)
 
 
-def judge(paths: Sequence[str], entries: Sequence[Summary | None],
-          wanted: Callable[[Summary], bool] | None = None) -> bytearray:
+def judge(paths: Sequence[str], keys: Sequence[str | None],
+          wanted: Callable[[Summary], bool] | None = None,
+          entry: Callable[[int], Summary] | None = None) -> bytearray:
     """`verdicts`, in this process. (Verdicts as bytes: 100,000 of them handed back and joined.)"""
     out = bytearray(len(paths))  # (STALE until judged)
     folder, fd = "", -1
     try:
-        for i, (path, entry) in enumerate(zip(paths, entries, strict=True)):
-            if entry is None or not entry.key:
+        for i, (path, held) in enumerate(zip(paths, keys, strict=True)):
+            if not held:
                 continue
             parent, _, name = path.rpartition("/")
             if parent != folder:  # (a listing's runs share one folder: each is stat-ed from it)
                 fd = _reopen(fd, parent)
                 folder = parent
-            key = fingerprint_at(fd, name) if fd >= 0 else fingerprint(path)
-            if entry.key == key:
-                out[i] = WANTED if wanted is None or wanted(entry) else HOLDS
+            if held == (fingerprint_at(fd, name) if fd >= 0 else fingerprint(path)):
+                out[i] = WANTED if wanted is None or entry is None or wanted(entry(i)) else HOLDS
     finally:
         if fd >= 0:
             os.close(fd)

@@ -20,10 +20,10 @@ import contextlib
 import json
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .events import decode
 
@@ -217,28 +217,62 @@ def _header(body: bytes | memoryview, keys_len: int = 0) -> str:
     return f"{HEADER} {len(body)} {zlib.crc32(body):08x} {keys_len}"
 
 
-def read_rows(path: Path, fetch_part: Callable[[Summary, str], str]) -> dict[str, Summary]:
-    """The rows file's summaries by run id ({} if it reads as none: see the module's docstring)."""
+class Rows:
+    """A rows file as read: its runs' ids and fingerprints in its order, each run's summary made the first
+    time it is asked for (a warm listing of a whole home asks for none: 100,000 objects not made)."""
+
+    def __init__(self, data: bytes = b"", base: int = 0, fields: list[str] | None = None,
+                 fetch_part: Callable[[Summary, str], str] | None = None) -> None:
+        fields = fields or [""]
+        self.ids, self.keys = fields[0:-1:4], fields[1::4]  # (`fields` ends with the empty rest)
+        self._starts, self._ends, self._data, self._base = fields[2::4], fields[3::4], data, base
+        self._made: list[Summary | None] = [None] * len(self.ids)
+        self._fetch = fetch_part
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Each run id's place in the file."""
+        return {run_id: n for n, run_id in enumerate(self.ids)}
+
+    def summary(self, n: int) -> Summary:
+        """The summary of the file's `n`th run (made once)."""
+        made = self._made[n]
+        if made is None:
+            at = (self._data, int(self._starts[n]) + self._base, int(self._ends[n]) + self._base)
+            made = self._made[n] = Summary(self.ids[n], self.keys[n], None, None, self._fetch, None, True, at)
+        return made
+
+    def summaries(self) -> dict[str, Summary]:
+        """Every summary, by run id."""
+        return {run_id: self.summary(n) for n, run_id in enumerate(self.ids)}
+
+    def array(self) -> bytes:
+        """Every row as the file holds them: the JSON array `ls --json` prints."""
+        if not self.ids:
+            return b"[]"
+        return self._data[int(self._starts[0]) + self._base - 2:int(self._ends[-1]) + self._base + 2]
+
+
+def read_rows(path: Path, fetch_part: Callable[[Summary, str], str]) -> Rows:
+    """The rows file's runs (none if it reads as none: see the module's docstring)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
         at = data.index(b"\n") + 1  # (the rest is not copied: 80 MB for 100,000 runs)
         keys_len = int(data[:at].rpartition(b" ")[2])
         if data[:at - 1] != _header(memoryview(data)[at:], keys_len).encode():  # (another version, or
-            return {}  # not the bytes it was taken of)
-        keys = data[at:at + keys_len].decode()
-        base = at + keys_len
-        # one split for every line's four fields (`id TAB key TAB start TAB end`): 100,000 lines'
+            return Rows()  # not the bytes it was taken of)
+        # every line's four fields (`id TAB key TAB start TAB end`), split at once: 100,000 lines'
         # splits and loops were a fifth of a warm listing
-        fields = keys.replace("\n", "\t").split("\t")
-        if len(fields) % 4 != 1:  # (the empty rest after the last line)
-            return {}
-        return {run_id: Summary(run_id, key, None, None, fetch_part, None, True,
-                                (data, int(start) + base, int(end) + base))
-                for run_id, key, start, end in zip(fields[0::4], fields[1::4], fields[2::4], fields[3::4],
-                                                   strict=False)}  # (the first has the empty rest)
+        fields = data[at:at + keys_len].decode().replace("\n", "\t").split("\t")
+        if len(fields) % 4 != 1 or not all(n.isdigit() for n in fields[2:-1:4] + fields[3::4]):
+            return Rows()
     except (OSError, ValueError, IndexError):
-        return {}
+        return Rows()
+    return Rows(data, at + keys_len, fields, fetch_part)
 
 
 def write_rows(path: Path, summaries: dict[str, Summary]) -> None:
@@ -264,27 +298,38 @@ def _replace(path: Path, data: bytes) -> None:
             tmp.unlink()
 
 
-class WholeRows(list[Summary]):
-    """Every summary of a rows file, in its order (`read_rows`'s, untouched): `joined_rows` copies them
-    out as the file's array at once (a warm listing of a whole home: 100,000 rows, 70 MB)."""
+class WholeRows(Sequence[Summary]):
+    """Every run of a rows file, in its order: `joined_rows` copies them out as the file's array at once,
+    and a summary is made only when one is asked for (a warm listing of a whole home: 100,000 rows, 70 MB,
+    neither decoded nor made into objects)."""
 
-    def __init__(self, summaries: dict[str, Summary]) -> None:
-        super().__init__(summaries.values())
-        first, last = (self[0]._row_at, self[-1]._row_at) if self else (None, None)
-        self.array = first[0][first[1] - 2:last[2] + 2] if first and last else b"[]"
-        self._ends = (len(self), self[0] if self else None, self[-1] if self else None)
+    def __init__(self, rows: Rows) -> None:
+        self.rows = rows
 
-    def untouched(self) -> bool:
-        """Whether the list is still the file's (as far as a cheap look tells: its length and ends)."""
-        return self._ends == (len(self), self[0] if self else None, self[-1] if self else None)
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, n: int) -> Summary: ...
+
+    @overload
+    def __getitem__(self, n: slice) -> list[Summary]: ...
+
+    def __getitem__(self, n: int | slice) -> Summary | list[Summary]:
+        if isinstance(n, slice):
+            return [self.rows.summary(i) for i in range(len(self))[n]]
+        return self.rows.summary(range(len(self))[n])
+
+    def __iter__(self) -> Iterator[Summary]:
+        return (self.rows.summary(n) for n in range(len(self)))
 
 
-def joined_rows(summaries: list[Summary]) -> bytes:
+def joined_rows(summaries: Sequence[Summary]) -> bytes:
     """The summaries' rows as `ls --json` prints them (UTF-8): a JSON array, a row a line. Rows that lie
     one after another in the index's rows file are copied out together, as one piece (a warm listing of
     a whole home: the file's array at once, never decoded)."""
-    if isinstance(summaries, WholeRows) and summaries.untouched():
-        return summaries.array
+    if isinstance(summaries, WholeRows):
+        return summaries.rows.array()
     pieces: list[bytes] = []
     span: tuple[bytes, int, int] | None = None
     for summary in summaries:
@@ -324,6 +369,10 @@ class IndexFiles:
 
     def load(self) -> dict[str, Summary]:
         """The index's summaries by run id."""
+        return self.rows().summaries()
+
+    def rows(self) -> Rows:
+        """The index's rows file as read (each summary made when asked for)."""
         return read_rows(self.home / ROWS, self.fetch_part)
 
     def save(self, summaries: dict[str, Summary]) -> None:
