@@ -10,13 +10,16 @@ import psutil
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 90.0, what: str = "condition") -> Any:
-    """Poll until `predicate()` is truthy; return its value (an AssertionError naming `what` if never)."""
+    """Poll until `predicate()` is truthy; return its value (an AssertionError naming `what` if never).
+    A costly check (a CLI process, a Ray driver) waits twice its own time before the next: on two cores,
+    back-to-back checks took a core from the very runs they wait for."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        began = time.monotonic()
         value = predicate()
         if value:
             return value
-        time.sleep(0.05)
+        time.sleep(max(0.05, min(2 * (time.monotonic() - began), 1.0)))
     raise AssertionError(f"timed out waiting for {what}")
 
 
