@@ -160,7 +160,8 @@ def _derived_parts(path: str, status_of: StatusOf) -> tuple[Any, ...] | None:
     found = _derived(path, status_of)
     if found is None:
         return None
-    return found.id, found.key, found.row_bytes, found.details_text, found.facts_text, found.keep
+    return (found.id, found.key, found.row_bytes, found._best_text, found._config_text, found.facts_text,
+            found.keep)  # (`summarize` makes the details' two parts)
 
 
 def _derived(path: str, status_of: StatusOf) -> Summary | None:

@@ -44,17 +44,22 @@ class Summary:
 
     def __init__(self, run_id: str, key: str, row_text: str | None, details_text: str | None = None,
                  fetch_part: Callable[[Summary, str], str] | None = None, facts_text: str | None = "{}",
-                 keep: bool | None = None, row_at: tuple[bytes, int, int] | None = None) -> None:
+                 keep: bool | None = None, row_at: tuple[bytes, int, int] | None = None,
+                 details_parts: tuple[str, str] | None = None) -> None:
         self.id, self.key, self.keep, self._row_text, self._row_at = run_id, key, keep, row_text, row_at
         self._details_text, self._facts_text, self._fetch = details_text, facts_text, fetch_part
-        self._config_text: str | None = None
+        # the details' two parts as `json.dumps` writes them (`BEST_AT`, `CONFIG_AT`), where in hand
+        self._best_text, self._config_text = details_parts or (None, None)
 
     @classmethod
-    def derived(cls, run_id: str, key: str, row: bytes, details_text: str, facts_text: str,
+    def derived(cls, run_id: str, key: str, row: bytes, best_text: str, config_text: str, facts_text: str,
                 keep: bool | None) -> Summary:
         """A summary a pool's process derived and handed back as bytes and texts (`index.derive`): its
-        row as the UTF-8 bytes `ls --json` prints (encoded there, in parallel, once)."""
-        return cls(run_id, key, None, details_text, None, facts_text, keep, (row, 0, len(row)))
+        row as the UTF-8 bytes `ls --json` prints (encoded there, in parallel, once), its details as their
+        two parts (a config's text is one object for the runs of one config in a process's share, so it
+        is pickled once for them all)."""
+        return cls(run_id, key, None, None, None, facts_text, keep, (row, 0, len(row)),
+                   (best_text, config_text))
 
     @property
     def row_bytes(self) -> bytes:
@@ -104,7 +109,9 @@ class Summary:
     @property
     def details_text(self) -> str:
         """The details as JSON text (fetched once if not in hand)."""
-        if self._details_text is None:
+        if self._details_text is None and self._best_text is not None and self._config_text is not None:
+            self._details_text = f"{BEST_AT}{self._best_text}{CONFIG_AT}{self._config_text}}}"
+        elif self._details_text is None:
             self._details_text = self._fetch(self, DETAILS) if self._fetch else '{"best": {}, "config": {}}'
         return self._details_text
 
@@ -161,6 +168,10 @@ def write_details(path: Path, summaries: dict[str, Summary]) -> None:
     configs: dict[str, int] = {}
     lines = []
     for run_id, summary in summaries.items():
+        if summary._best_text is not None and summary._config_text:  # (in hand as its two parts)
+            n = configs.setdefault(summary._config_text, len(configs))
+            lines.append(f"{run_id}\t{summary.key}\t{summary._best_text}\t{n}\n")
+            continue
         text = summary.details_text
         at = text.find(CONFIG_AT)
         if text.startswith(BEST_AT) and at > 0 and text.endswith("}"):  # (made again of its two parts whole)
@@ -364,7 +375,7 @@ class IndexFiles:
             return self._derive(summary, name)
         if len(texts) == 1:
             return texts[0]
-        summary._config_text = texts[1]
+        summary._best_text, summary._config_text = texts
         return f"{BEST_AT}{texts[0]}{CONFIG_AT}{texts[1]}}}"
 
     def load(self) -> dict[str, Summary]:

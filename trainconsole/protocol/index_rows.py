@@ -131,10 +131,10 @@ def summarize(run: RunDir, status_of: StatusOf, found: run_files.RunFiles | None
                  found.size)
     # the facts of its events, and of its run.json beyond the `ls` row (a resumed run's earlier seconds)
     more = {"ran_s": info.get("ran_s")}
-    details = f'{{"best": {json.dumps(parts["best"])}, "config": {_flat_text(text)}}}'  # (json.dumps's)
-    return Summary(run.id, found.key, json.dumps(ls_row), details,
+    details = (json.dumps(parts["best"]), _flat_text(text))  # (as json.dumps writes them whole)
+    return Summary(run.id, found.key, json.dumps(ls_row), None,
                    facts_text=json.dumps({**parts["facts"], **more}),
-                   keep=None if keeps is None else keeps(ls_row, found.key))
+                   keep=None if keeps is None else keeps(ls_row, found.key), details_parts=details)
 
 
 def log_parts(run: RunDir) -> dict[str, Any]:
