@@ -57,7 +57,7 @@ def test_a_sigkilled_trainer_is_settled_from_sacct_after_squeue_forgot_it(cluste
     pid = row(run_id)["pid"]
     job_id = row(run_id)["slurm"]["job_id"]
     os.kill(pid, signal.SIGKILL)  # what the kernel's OOM killer does: nothing in the run can say why
-    # no reader of the run meanwhile: squeue forgets the ended job after MinJobAge (30 s here)
+    # no reader of the run meanwhile: squeue forgets the ended job after MinJobAge (10 s here)
     wait_for(lambda: time.sleep(2) or cluster.run("squeue", "-h", "--states=all", "-j", job_id,
                                                   "-o", "%T").stdout.strip() == "", 200, "squeue to forget")
     found = row(run_id)
