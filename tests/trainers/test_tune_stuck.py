@@ -44,7 +44,7 @@ def session_left(sid: int) -> list[int]:
 
 
 def test_trials_pending_with_nothing_running_are_said_and_the_search_ends_by_itself(home: Path) -> None:
-    starved = {"RAY_OVERRIDE_RESOURCES": json.dumps({"CPU": 0}), "TRAINCONSOLE_TUNE_STUCK_S": "8"}
+    starved = {"RAY_OVERRIDE_RESOURCES": json.dumps({"CPU": 0}), "TRAINCONSOLE_TUNE_STUCK_S": "4"}
     out = cli("tune", "examples/tune_digits_random_asha.toml", "--set", "tune.num_samples=2",
               "--set", "tune.max_t=1", "--set", "tune.scheduler='none'", "--set", "tune.max_concurrent=1",
               env=starved)
