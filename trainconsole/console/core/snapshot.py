@@ -138,34 +138,37 @@ def decode_series(data: dict[str, Any]) -> Series:
 
 def _restore(series: Series, data: dict[str, Any]) -> None:
     """The first `p0` points as `encode_series` kept them: the summaries from its level up as they were
-    after `p0` points, the finer ones placeholders (never read)."""
+    after `p0` points, the finer ones placeholders (never read). (Each of its two arrays of up to
+    500,000 points is made once and filled by runs: no array of that size made only to be replaced.)"""
     p0, level = int(data["p0"]), int(data["level"])
     block = FANOUT ** (level + 1)
     if p0 % block or not 0 <= level < LEVELS:
         raise ValueError("not a kept series")
-    xs, ys = array("d", [-math.inf]) * p0, array("d", [math.nan]) * p0
     points = [(int(i), float(x), float(y)) for i, x, y in data["pts"]]
-    for (i, x, y), nxt in zip(points, [*points[1:], (p0, 0.0, 0.0)], strict=True):
+    kept = {i: y for i, _, y in points}
+    xs = array("d", [-math.inf]) * p0
+    for (i, x, _), nxt in zip(points, [*points[1:], (p0, 0.0, 0.0)], strict=True):
         if not (0 <= i < nxt[0] <= p0):
             raise ValueError("points out of order")
         xs[i:nxt[0]] = array("d", [x]) * (nxt[0] - i)  # (in order for bisect: the last kept x)
-        ys[i] = y
     lo, hi = array("q", data["lo"]), array("q", data["hi"])
-    if len(lo) != len(hi) or len(lo) != p0 // block or any(math.isnan(ys[i]) for i in (*lo, *hi)):
+    if len(lo) != len(hi) or len(lo) != p0 // block:
         raise ValueError("summaries of points not kept")
-    fills = array("d")  # each block's points not kept: see `_fill`
-    for a, z in zip(lo, hi, strict=True):
-        fill = _fill(ys[a], ys[z])
-        fills += array("d", [math.nan if fill is None else fill]) * block
+    if any(math.isnan(kept.get(i, math.nan)) for i in (*lo, *hi)):
+        raise ValueError("summaries of points not kept")
+    ys = array("d", [math.nan]) * p0  # each block's points not kept: see `_fill`
+    for start, (a, z) in zip(range(0, p0, block), zip(lo, hi, strict=True), strict=True):
+        fill = _fill(kept[a], kept[z])
+        if fill is not None:
+            ys[start:start + block] = array("d", [fill]) * block
     for i, _, y in points:
-        fills[i] = y
-    ys = fills
+        ys[i] = y
     lows, highs = [], []
     for lv in range(LEVELS):
         size = FANOUT ** (lv + 1)
         if lv < level:
             lows.append(array("q", range(0, p0, size)))
-            highs.append(array("q", range(0, p0, size)))
+            highs.append(array("q", lows[-1]))
             continue
         per = size // block  # blocks of `level` in one of this level (the first stored ones as they are)
         if per == 1:  # (its own: as stored)
