@@ -50,6 +50,8 @@ from .rundir import RunDir
 
 #: Runs to derive per process before a listing shares the work among processes (`derive`).
 POOL_FROM = 400
+#: Most runs a pool's process derives per task (`derive`).
+CHUNK = 500
 #: Seconds after its last change before a run's summary is kept (see `settled`).
 SETTLE_S = 2.0
 
@@ -148,7 +150,8 @@ def derive(paths: list[str], status_of: StatusOf) -> dict[str, Summary | None]:
     # fork is the cheapest start, but a process with threads (the console) may hold a lock a fork copies
     start = "fork" if threading.active_count() == 1 else "spawn"
     with multiprocessing.get_context(start).Pool(workers) as pool:
-        chunk = max(1, len(paths) // (workers * 8))  # small enough that a core left idle is soon fed
+        # small enough that a core left idle at the end is soon fed (500 runs: ~0.1 s), and few enough
+        chunk = max(1, min(CHUNK, len(paths) // (workers * 8)))
         found = pool.map(functools.partial(_derived_parts, status_of=status_of), paths, chunksize=chunk)
     return {path: None if got is None else Summary.derived(*got)
             for path, got in zip(paths, found, strict=True)}
