@@ -265,3 +265,16 @@ def test_a_taken_message_wakes_the_thread_only_for_what_was_read_meanwhile(tmp_p
         assert len(passes) == before and len(messages) == 2
     finally:
         t.stop()
+
+
+def test_read_lines_reads_whole_lines_no_further_than_the_size_last_seen(tmp_path: Path) -> None:
+    from trainconsole.console.services.tracked_run import read_lines
+
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"a":1}\n' * 10 + b'{"half')
+    assert read_lines(path, 8, 1 << 20) == ([b'{"a":1}'] * 9, 72, False)  # the half line waits
+    assert read_lines(path, 8, 1 << 20, size=40) == ([b'{"a":1}'] * 4, 32, False)  # (the rest: next time)
+    assert read_lines(path, 0, 20, size=86) == ([b'{"a":1}'] * 2, 16, True)
+    long = b'{"x":"' + b"y" * 100 + b'"}\n'
+    path.write_bytes(long + b'{"a":1}\n')
+    assert read_lines(path, 0, 16, size=len(long) + 8) == ([long[:-1]], len(long), True)  # read whole
