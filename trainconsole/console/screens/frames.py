@@ -181,8 +181,9 @@ class Frames:
 
     def _schedule_plot(self) -> None:
         """Draw the plot PLOT_AFTER_S after this frame if it is due by the next one, else once it is due
-        (a later frame may move it to just after itself). Its build and render (~25 ms, the costliest pane)
-        then end before the next frame is due: begun at any other moment, they held that frame up."""
+        (a later frame may move it to just after itself). Its build and render (~25 ms, the costliest pane;
+        with a terminal the figure is built in a thread, and ~6 ms of Textual's strips are left here) then
+        end before the next frame is due: begun at any other moment, they held that frame up."""
         due = self._plot_next - time.monotonic()
         if self._plot_timer is not None:
             if self._plot_aligned or due > FRAME_S:

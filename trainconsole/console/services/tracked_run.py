@@ -317,7 +317,7 @@ def read_lines(path: os.PathLike[str], offset: int, limit: int,
     """The complete lines in `limit` bytes from `offset`: (lines, bytes they take, whether it was capped);
     with the log's `size` as last stat'ed, no further than it (what was appended since is read next time).
 
-    A single line longer than `limit` is read whole, however long. Four system calls (an open file object
+    A single line longer than `limit` is read whole, however long. Three system calls (an open file object
     took eleven, each one a turn of the GIL for the live reads of every run, 30 times a second: issue 47)."""
     fd = os.open(path, os.O_RDONLY)
     try:
