@@ -278,3 +278,21 @@ def test_read_lines_reads_whole_lines_no_further_than_the_size_last_seen(tmp_pat
     long = b'{"x":"' + b"y" * 100 + b'"}\n'
     path.write_bytes(long + b'{"a":1}\n')
     assert read_lines(path, 0, 16, size=len(long) + 8) == ([long[:-1]], len(long), True)  # read whole
+
+
+def test_what_live_runs_wrote_is_posted_before_a_scans_work(tmp_path: Path) -> None:
+    """Issue 47: once a second the scan (every run's run.json and process) came first in a pass and held up
+    what the live runs wrote by 5-15 ms, the live lag's p99 at 10,000 events/s."""
+    run = write_run(tmp_path, "r-0011", [{"t": T0, "type": "started"}])
+    t, board, messages = tailer(tmp_path)
+    t.poll_once()
+    with open(run.events, "ab") as f:
+        f.write(line("r-0011", type="step", step=1, loss=0.5))
+    run.write_info({**json.loads(run.info_path.read_text()), "name": "renamed"})
+    t._next_scan = 0.0  # (a scan is due)
+    before = len(messages)
+    t.poll_once()
+    live, scanned = messages[before:]
+    assert [e["step"] for e in live.updates["r-0011"].events] == [1]
+    assert scanned.updates["r-0011"].info["name"] == "renamed" and not scanned.updates["r-0011"].events
+    assert board.runs["r-0011"].name == "renamed" and board.runs["r-0011"].loss == 0.5
