@@ -158,7 +158,7 @@ def test_one_look_sizes_and_fingerprints_a_run_as_the_walk_does(tmp_path: Path) 
 
 
 def test_a_warm_listing_copies_the_rows_file_as_it_lies_and_only_while_it_holds(tmp_path: Path) -> None:
-    """A warm listing of a whole home hands back the rows file's array at once (`WholeRows`): the same
+    """A warm listing of a whole home hands back the rows file's array at once (`IndexRows`): the same
     bytes as the rows joined one by one, and as a cold listing prints, its summaries made only when asked
     for; the same summaries in another order, or a listing with one run changed, are joined from their
     rows, never copied whole."""
@@ -167,7 +167,7 @@ def test_a_warm_listing_copies_the_rows_file_as_it_lies_and_only_while_it_holds(
         make_run(home, f"r{i}")
     cold = index_file.joined_rows(listing(home))
     warm = index.summaries(home, runs.status)
-    assert isinstance(warm, index_file.WholeRows) and warm.rows._made == [None] * 5  # (none made yet)
+    assert isinstance(warm, index_file.IndexRows) and warm.rows._made == [None] * 5  # (none made yet)
     assert index_file.joined_rows(warm) == cold == index_file.joined_rows(list(warm))
     assert json.loads(cold) == [s.row for s in warm] == [s.row for s in listing(home)] and len(warm) == 5
     assert [s.id for s in warm[1:3]] == ["r1", "r2"] and warm[-1] is warm[4] and warm[4].id == "r4"
@@ -175,7 +175,11 @@ def test_a_warm_listing_copies_the_rows_file_as_it_lies_and_only_while_it_holds(
     assert [r["id"] for r in json.loads(index_file.joined_rows(backwards))] == ["r4", "r3", "r2", "r1", "r0"]
     update_meta(RunDir(home / "runs" / "r2"), lambda m: {**m, "note": "changed"})
     changed = index.summaries(home, runs.status)
-    assert not isinstance(changed, index_file.WholeRows)
+    assert not isinstance(changed, index_file.IndexRows)
     assert [r["note"] for r in json.loads(index_file.joined_rows(changed))] == ["", "", "changed", "", ""]
-    wanted = parse("r3").matches  # a filter over a whole index that holds: only the summaries it wants
-    assert [s.id for s in index.summaries(home, runs.status, wanted=wanted)] == ["r3"]
+    listing(home)  # (the index made whole again)
+    for words, ids in (("r3", ["r3"]), ("-r2", ["r0", "r1", "r3", "r4"]), ("-r0 -r4", ["r1", "r2", "r3"])):
+        picked = index.summaries(home, runs.status, wanted=parse(words).matches)  # a filter of an index
+        assert isinstance(picked, index_file.IndexRows) and [s.id for s in picked] == ids  # that holds
+        assert [r["id"] for r in json.loads(index_file.joined_rows(picked))] == ids
+        assert index_file.joined_rows(picked) == index_file.joined_rows(list(picked))  # (the same bytes)

@@ -26,7 +26,7 @@ from typing import Any
 from . import places, run_files
 from .events import FINAL
 from .index_check import STALE, WANTED, verdicts
-from .index_file import FACTS, IndexFiles, Summary, WholeRows
+from .index_file import FACTS, IndexFiles, IndexRows, Summary
 from .index_rows import (  # noqa: F401 (the index's derivation, named here as callers have named it: index.row)
     ROW_FIELDS,
     TAIL_BYTES,
@@ -118,8 +118,8 @@ def _summaries(home: Path, status_of: StatusOf, runs: list[RunDir] | None,
     judged = verdicts(paths, keys, wanted, lambda i: rows.summary(where[i]))
     if runs is None and whole and STALE not in judged:  # the index holds, whole: nothing to derive, keep
         if wanted is None:  # or drop; copied out as one piece
-            return WholeRows(rows)
-        return [rows.summary(n) for n, verdict in enumerate(judged) if verdict == WANTED]
+            return IndexRows(rows)
+        return IndexRows(rows, [n for n, verdict in enumerate(judged) if verdict == WANTED])
     old = rows.summaries()
     derived = derive([p for p, verdict in zip(paths, judged, strict=True) if verdict == STALE], status_of)
     kept: dict[str, Summary] = {} if runs is None else dict(old)

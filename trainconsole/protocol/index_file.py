@@ -260,11 +260,25 @@ class Rows:
         """Every summary, by run id."""
         return {run_id: self.summary(n) for n, run_id in enumerate(self.ids)}
 
-    def array(self) -> bytes:
-        """Every row as the file holds them: the JSON array `ls --json` prints."""
-        if not self.ids:
+    def array(self, positions: Sequence[int]) -> bytes:
+        """The rows at these positions as `ls --json` prints them (a JSON array, a row a line): runs of
+        rows that lie one after another in the file copied out as one piece (all of them: its array)."""
+        if not positions:
             return b"[]"
-        return self._data[int(self._starts[0]) + self._base - 2:int(self._ends[-1]) + self._base + 2]
+        if positions == range(len(self)):  # (the file's array, "[\n" and "\n]" included: one copy)
+            return self._data[int(self._starts[0]) + self._base - 2:int(self._ends[-1]) + self._base + 2]
+        pieces, first, last = [], positions[0], positions[0]
+        for n in positions[1:]:
+            if n != last + 1:
+                pieces.append(self._span(first, last))
+                first = n
+            last = n
+        pieces.append(self._span(first, last))
+        return b"[\n" + b",\n".join(pieces) + b"\n]"
+
+    def _span(self, first: int, last: int) -> bytes:
+        """The rows from the `first`th to the `last`th, with the ",\n" between them."""
+        return self._data[int(self._starts[first]) + self._base:int(self._ends[last]) + self._base]
 
 
 def read_rows(path: Path, fetch_part: Callable[[Summary, str], str]) -> Rows:
@@ -309,16 +323,18 @@ def _replace(path: Path, data: bytes) -> None:
             tmp.unlink()
 
 
-class WholeRows(Sequence[Summary]):
-    """Every run of a rows file, in its order: `joined_rows` copies them out as the file's array at once,
-    and a summary is made only when one is asked for (a warm listing of a whole home: 100,000 rows, 70 MB,
-    neither decoded nor made into objects)."""
+class IndexRows(Sequence[Summary]):
+    """Runs of a rows file (those at `positions`, in that order; default: every one, in its order):
+    `joined_rows` copies their rows out as they lie there, and a summary is made only when one is asked
+    for (a warm listing or filter of a whole home: up to 100,000 rows, 70 MB, neither decoded nor made
+    into objects)."""
 
-    def __init__(self, rows: Rows) -> None:
+    def __init__(self, rows: Rows, positions: Sequence[int] | None = None) -> None:
         self.rows = rows
+        self.positions = range(len(rows)) if positions is None else positions
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.positions)
 
     @overload
     def __getitem__(self, n: int) -> Summary: ...
@@ -328,19 +344,19 @@ class WholeRows(Sequence[Summary]):
 
     def __getitem__(self, n: int | slice) -> Summary | list[Summary]:
         if isinstance(n, slice):
-            return [self.rows.summary(i) for i in range(len(self))[n]]
-        return self.rows.summary(range(len(self))[n])
+            return [self.rows.summary(i) for i in self.positions[n]]
+        return self.rows.summary(self.positions[n])
 
     def __iter__(self) -> Iterator[Summary]:
-        return (self.rows.summary(n) for n in range(len(self)))
+        return (self.rows.summary(n) for n in self.positions)
 
 
 def joined_rows(summaries: Sequence[Summary]) -> bytes:
     """The summaries' rows as `ls --json` prints them (UTF-8): a JSON array, a row a line. Rows that lie
     one after another in the index's rows file are copied out together, as one piece (a warm listing of
     a whole home: the file's array at once, never decoded)."""
-    if isinstance(summaries, WholeRows):
-        return summaries.rows.array()
+    if isinstance(summaries, IndexRows):
+        return summaries.rows.array(summaries.positions)
     pieces: list[bytes] = []
     span: tuple[bytes, int, int] | None = None
     for summary in summaries:
