@@ -154,14 +154,12 @@ def test_no_measure_reads_the_output_as_before(home: Path, tmp_path: Path) -> No
     assert not [e for e in events(home, run_id) if "source" in e]
 
 
-@pytest.mark.parametrize("order", [(), ("--late-newline",)], ids=["its-newline-first", "ours-first"])
-def test_a_line_torn_by_another_process_is_read_as_the_two_lines_it_holds(home: Path, tmp_path: Path,
-                                                                          order: tuple[str, ...]) -> None:
-    # worker 1's whole line lands inside worker 0's: `A-text` `B-text\n` `\n` on one pipe; or worker 1's
-    # text alone, ended after worker 0's newline: `A-text` `B-text` `\n` (read before B's stamp came) `\n`
-    # (the flaky failures of the hogwild corpus case under load: the torn line was read as one, with the
-    # other process's figures, or lost its first half)
-    run_id = run(home, tmp_path, PROBE / "torn_lines.py", *order, env={"COUNTERS": str(tmp_path / "c")})
+def test_a_line_torn_by_another_process_is_read_as_the_two_lines_it_holds(home: Path, tmp_path: Path) -> None:
+    # worker 1's whole line lands inside worker 0's: `A-text` `B-text\n` `\n` on one pipe; and (every
+    # other step) worker 1's text alone, ended after worker 0's newline: `A-text` `B-text` `\n` (read
+    # before B's stamp came) `\n` (the flaky failures of the hogwild corpus case under load: the torn line
+    # was read as one, with the other process's figures, or lost its first half)
+    run_id = run(home, tmp_path, PROBE / "torn_lines.py", env={"COUNTERS": str(tmp_path / "c")})
     workers = [json.loads(p.read_text()) for p in tmp_path.glob("c.*")]
     got = [(e["step"], e["loss"]) for e in events(home, run_id) if e.get("source") == "text"]
     assert len(workers) == 2 and got
