@@ -53,6 +53,14 @@ def evals(home: Path, run_id: str) -> int:
     return path.read_text().count('"type":"eval"') if path.exists() else 0
 
 
+def ended(home: Path, run_id: str) -> bool:
+    """Whether the run has ended, its exit code recorded (as `--wait` waits for)."""
+    try:
+        return json.loads((home / "runs" / run_id / "run.json").read_text()).get("exit_code") is not None
+    except (OSError, ValueError):  # not there yet, or read while it was written
+        return False
+
+
 @pytest.fixture(scope="module")
 def every_kind(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A home with one run of each kind and ending; its ids by what they are."""
@@ -64,15 +72,19 @@ def every_kind(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str
     old = os.environ.get("TRAINCONSOLE_HOME")
     os.environ["TRAINCONSOLE_HOME"] = str(home)
     try:
-        ids = {"train": launched(cli("run", "examples/digits.toml", "--set", "train.epochs=2", "--wait")),
-               "search": launched(cli("tune", "examples/tune_digits_random_asha.toml", "--set",
-                                      "tune.num_samples=2", "--set", "tune.max_t=1", "--wait")),
-               "finished": launched(cli("run", "--script", str(script), "--wait", "--", "finish")),
-               "failed": launched(cli("run", "--script", str(script), "--wait", "--", "fail"))}
+        # each run goes on beside the others (a search's Ray starting, a training run): all have ended
+        # before any view is read
+        ids = {"search": launched(cli("tune", "examples/tune_digits_random_asha.toml", "--set",
+                                      "tune.num_samples=2", "--set", "tune.max_t=1")),
+               "train": launched(cli("run", "examples/digits.toml", "--set", "train.epochs=2")),
+               "finished": launched(cli("run", "--script", str(script), "--", "finish")),
+               "failed": launched(cli("run", "--script", str(script), "--", "fail"))}
         for ending in ("stopped", "killed", "lost"):
             ids[ending] = launched(cli("run", "--script", str(script), "--", "sleep"))
         for ending in ("stopped", "killed", "lost"):
             wait_for(lambda i=ids[ending]: evals(home, i) >= 2, 60, f"the {ending} script's second epoch")
+        for kind in ("search", "train", "finished", "failed"):
+            wait_for(lambda i=ids[kind]: ended(home, i), 240, f"the {kind} run's end")
         assert cli("stop", ids["stopped"], "--grace", "5").returncode == 0
         assert cli("kill", ids["killed"]).returncode == 0
         info = json.loads((home / "runs" / ids["lost"] / "run.json").read_text())
