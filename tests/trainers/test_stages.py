@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from trainconsole.trainers.errors import StrategyUnavailable
 from trainconsole.trainers.lifecycle.signals import StopFlag
 from trainconsole.trainers.strategies import stages
 from trainconsole.trainers.strategies.pipeline import Pipeline
+from trainconsole.trainers.strategies import rendezvous
 from trainconsole.trainers.strategies.rendezvous import rank_envs
 from trainconsole.trainers.strategies.samplers import RankSampler
 
@@ -84,6 +86,21 @@ def test_rank_environments() -> None:
                                                                              ("3", "1", "4")]
     with pytest.raises(StrategyUnavailable, match="master_port"):
         rank_envs({**spec, "nnodes": 2}, 1)
+
+
+def test_a_rendezvous_port_is_free_and_never_one_the_os_hands_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rank 0 binds its port seconds after it was picked: a port the OS picked (bind to 0) and released
+    may be handed to the next process that asks in between, and two DDP runs started together failed with
+    EADDRINUSE. The port is picked below the OS's own range, and a taken one is passed over."""
+    low = rendezvous._ephemeral_low()
+    ports = {rendezvous.free_port("127.0.0.1") for _ in range(20)}
+    assert all(rendezvous.PORTS_FROM <= p < low for p in ports) and len(ports) > 1
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        picks = iter([taken.getsockname()[1], min(ports)])
+        monkeypatch.setattr(rendezvous.random, "randrange", lambda a, b: next(picks))
+        assert rendezvous.free_port("127.0.0.1") == min(ports)
 
 
 def test_the_not_a_chain_table_matches_installed_torchvision(monkeypatch: pytest.MonkeyPatch) -> None:

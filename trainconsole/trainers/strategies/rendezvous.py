@@ -9,18 +9,48 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import random
 import socket
 import sys
 from typing import Any
 
 from ..errors import StrategyUnavailable
 
+#: The lowest port a rendezvous is given when none is set (below it: the well-known services' ports).
+PORTS_FROM = 10_000
+
 
 def free_port(addr: str) -> int:
-    """A TCP port that is free on `addr` right now (the OS picks it)."""
+    """A TCP port that is free on `addr` right now, below the range the OS hands out itself (its ephemeral
+    ports) where that leaves room: a port the OS picked, released until rank 0 binds it seconds later, is
+    the one it may hand the next process that asks, and two runs started together got the same one
+    (`EADDRINUSE`). Picked at random, so two runs of one moment meet once in ~20,000."""
+    low = _ephemeral_low()
+    for _ in range(64) if low - PORTS_FROM >= 1000 else ():
+        port = random.randrange(PORTS_FROM, low)
+        if _bindable(addr, port):
+            return port
     with socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((addr, 0))
         return s.getsockname()[1]
+
+
+def _bindable(addr: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((addr, port))
+        except OSError:
+            return False
+    return True
+
+
+def _ephemeral_low() -> int:
+    """The first port of the OS's own range (Linux's `ip_local_port_range`; elsewhere its usual 32768)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def is_loopback(addr: str) -> bool:
