@@ -16,9 +16,8 @@ from trainconsole.protocol import EventWriter, read_all
 from trainconsole.trainers.builtin import loop, models
 from trainconsole.trainers.errors import StrategyUnavailable
 from trainconsole.trainers.lifecycle.signals import StopFlag
-from trainconsole.trainers.strategies import stages
+from trainconsole.trainers.strategies import rendezvous, stages
 from trainconsole.trainers.strategies.pipeline import Pipeline
-from trainconsole.trainers.strategies import rendezvous
 from trainconsole.trainers.strategies.rendezvous import rank_envs
 from trainconsole.trainers.strategies.samplers import RankSampler
 
