@@ -21,7 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_time_limit_ends_the_run_killed_in_slurms_words(cluster: Cluster, home: Path) -> None:
-    run_id = launch(DIGITS, "--time", "1", "--set", "slurm.signal_s=0", "--set", "train.epochs=500")
+    # (epochs enough that the limit comes first: a quiet machine trained 500 in under the minute)
+    run_id = launch(DIGITS, "--time", "1", "--set", "slurm.signal_s=0", "--set", "train.epochs=20000")
     wait_for(lambda: row(run_id)["status"] == "running", 60, "running")
     pid = row(run_id)["pid"]
     # (the run takes Slurm's TERM at the limit for a stop: `stopped` a moment, until Slurm says TIMEOUT)
@@ -77,7 +78,8 @@ def test_an_unreachable_controller_is_said_never_guessed(cluster: Cluster, home:
                       in ("Resources", "Priority") and r["slurm"]["job_id"], 60, "queued")
     cluster.stop_controller()
     try:
-        row(waiting)  # (the first reader finds it down)
+        # (a reader finds it down once the last answer is older than the poll: 3 s; until then it is used)
+        wait_for(lambda: row(waiting)["slurm"]["unreachable_since"] is not None, 30, "a reader finds it down")
         start = time.monotonic()
         found = row(waiting)
         print(f"ls --json with the controller down: {time.monotonic() - start:.2f} s")
